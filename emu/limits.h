@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the emulated NIC supports. The provider advertises exactly these numbers through
+ * query_device/query_port, and the engine enforces them: there is no second copy of any limit.
+ */
+#ifndef SOFTRDMA_EMU_LIMITS_H
+#define SOFTRDMA_EMU_LIMITS_H
+
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#define EMU_VENDOR_ID		0xffffff	/* no IEEE OUI: a software device (rxe says the same) */
+#define EMU_VENDOR_PART_ID	0x5352	/* "SR" */
+#define EMU_HW_VER		1
+#define EMU_FW_VER		"0.1.0"
+#define EMU_BOARD_ID		"softrdma (user-space NIC over TCP)"
+
+#define EMU_MAX_MR_SIZE		UINT64_MAX
+#define EMU_PAGE_SIZE_CAP	0xfffff000u	/* 4 KiB and larger */
+#define EMU_MAX_MSG_SIZE	(1u << 31)	/* the IBTA's 2 GiB message limit */
+
+#define EMU_MAX_PD		65536
+#define EMU_MAX_MR		65536
+#define EMU_MAX_MW		0	/* not built yet */
+#define EMU_MAX_AH		0	/* not built yet (UD) */
+#define EMU_MAX_QP		16384
+#define EMU_MAX_QP_WR		16384
+#define EMU_MAX_SGE		32
+#define EMU_MAX_SGE_RD		32
+#define EMU_MAX_INLINE_DATA	256
+#define EMU_MAX_CQ		16384
+#define EMU_MAX_CQE		65535
+#define EMU_MAX_SRQ		0	/* not built yet */
+#define EMU_MAX_SRQ_WR		0
+#define EMU_MAX_SRQ_SGE		0
+#define EMU_MAX_QP_RD_ATOM	128	/* outstanding RDMA READ/atomic per QP, each direction */
+#define EMU_MAX_RES_RD_ATOM	(EMU_MAX_QP * EMU_MAX_QP_RD_ATOM)
+#define EMU_MAX_PKEYS		1
+#define EMU_LOCAL_CA_ACK_DELAY	15
+
+/*
+ * Advertised capability flags: only what the engine really does. RNR NAKs are part of the
+ * RC data path. Memory windows, SRQs, UD address handles and multicast are not built yet:
+ * their limits stay 0 until they are, so applications that probe for them take their
+ * fallback path instead of failing later.
+ */
+#define EMU_DEVICE_CAP_FLAGS	(IBV_DEVICE_RC_RNR_NAK_GEN)
+#define EMU_ATOMIC_CAP		IBV_ATOMIC_HCA	/* atomic among this device's operations */
+
+#define EMU_NUM_PORTS		1
+#define EMU_PORT_MTU		IBV_MTU_4096
+/* RoCE-like: GIDs are IP addresses. CM_SUP waits for the rdma_cm drop-in. */
+#define EMU_PORT_CAP_FLAGS	(IBV_PORT_IP_BASED_GIDS)
+/* Reported as 1X EDR (25 Gb/s): the order of what TCP over loopback moves on a laptop. */
+#define EMU_PORT_WIDTH		1
+#define EMU_PORT_SPEED		32
+#define EMU_MAX_GIDS		128	/* host addresses beyond this are not published */
+
+#endif

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Registration with libibverbs, the device and the context. The private entry points are
+ * resolved at load time by their symbol version, and the loaded libibverbs' version is
+ * checked against the range this build supports: a provider loaded into a libibverbs it was
+ * not built for says so and stays out, instead of calling through a shifted ops table.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "softrdma.h"
+#include "kernel-abi/comp_channel.h"
+
+struct provider_abi sr_abi;
+
+static void sr_free_context(struct ibv_context *ibctx);
+
+static const struct verbs_context_ops sr_context_ops = {
+	.alloc_pd = sr_alloc_pd,
+	.dealloc_pd = sr_dealloc_pd,
+	.dereg_mr = sr_dereg_mr,
+	.free_context = sr_free_context,
+	.query_device_ex = sr_query_device_ex,
+	.query_port = sr_query_port,
+	.reg_mr = sr_reg_mr,
+};
+
+static struct verbs_context *sr_alloc_context(struct ibv_device *ibdev, int cmd_fd,
+					      void *private_data)
+{
+	struct sr_context *ctx;
+	int fds[2];
+
+	(void)private_data;
+	ctx = sr_abi.init_and_alloc_context(ibdev, cmd_fd, sizeof(*ctx),
+					     &((struct sr_context *)NULL)->vctx, 0);
+	if (!ctx)
+		return NULL;
+	if (pipe2(fds, O_CLOEXEC))
+		goto err_uninit;
+	/* The engine raises events from its own thread and must never block on the reader. */
+	fcntl(fds[1], F_SETFL, O_NONBLOCK);
+	ctx->vctx.context.async_fd = fds[0];
+	ctx->async_notify_fd = fds[1];
+	ctx->gid_count = sr_count_gids(ibdev);
+	ctx->vctx.context.num_comp_vectors = 1;
+	sr_abi.set_ops(&ctx->vctx, &sr_context_ops);
+	return &ctx->vctx;
+
+err_uninit:
+	sr_abi.uninit_context(&ctx->vctx);
+	free(ctx);
+	return NULL;
+}
+
+static void sr_free_context(struct ibv_context *ibctx)
+{
+	struct sr_context *ctx = to_sr_context(ibctx);
+
+	close(ctx->async_notify_fd);
+	/* verbs_uninit_context closes async_fd and cmd_fd. */
+	sr_abi.uninit_context(&ctx->vctx);
+	free(ctx);
+}
+
+static struct verbs_device *sr_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct sr_device *dev;
+
+	(void)sysfs_dev;
+	dev = calloc(1, sizeof(*dev));
+	return dev ? &dev->vdev : NULL;
+}
+
+static void sr_uninit_device(struct verbs_device *vdev)
+{
+	free((struct sr_device *)vdev);
+}
+
+static const struct verbs_match_ent sr_match_table[] = {
+	/* libibverbs matches "rdma_device:N<ibdev name>" against this when it has no driver id. */
+	{ .u.modalias = "rdma_device:*N" SOFTRDMA_PROVIDER_NAME "[0-9]*",
+	  .kind = VERBS_MATCH_MODALIAS },
+	{}
+};
+
+static const struct verbs_device_ops sr_device_ops = {
+	.name = SOFTRDMA_PROVIDER_NAME,
+	.match_min_abi_version = 1,
+	.match_max_abi_version = 1,
+	.match_table = sr_match_table,
+	.alloc_device = sr_alloc_device,
+	.uninit_device = sr_uninit_device,
+	.alloc_context = sr_alloc_context,
+};
+
+/* libibverbs.so.1.<abi>.<rdma-core major>.<minor>; -1 when the file name says nothing. */
+static int loaded_rdma_core_version(void *any_symbol)
+{
+	char real[PATH_MAX];
+	const char *base, *p;
+	unsigned int abi_major, abi_minor, major;
+	Dl_info info;
+
+	if (!dladdr(any_symbol, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+		return -1;
+	base = strrchr(real, '/');
+	base = base ? base + 1 : real;
+	p = strstr(base, ".so.");
+	if (!p || sscanf(p, ".so.%u.%u.%u", &abi_major, &abi_minor, &major) != 3)
+		return -1;
+	return (int)major;
+}
+
+static void refuse(const char *why)
+{
+	fprintf(stderr,
+		"softrdma: provider not registered: %s. This build supports rdma-core %d-%d (%s); "
+		"rebuild softrdma against the installed rdma-core.\n",
+		why, SOFTRDMA_RDMA_CORE_MIN, SOFTRDMA_RDMA_CORE_MAX, PABI_SYMVER);
+}
+
+__attribute__((constructor)) static void sr_register(void)
+{
+	void *lib = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
+	char why[160];
+	int version;
+
+	if (!lib) {
+		refuse("libibverbs.so.1 is not loaded in this process");
+		return;
+	}
+	sr_abi.register_driver = dlvsym(lib, PABI_REGISTER_SYM, PABI_SYMVER);
+	sr_abi.init_and_alloc_context = dlvsym(lib, "_verbs_init_and_alloc_context", PABI_SYMVER);
+	sr_abi.set_ops = dlvsym(lib, "verbs_set_ops", PABI_SYMVER);
+	sr_abi.uninit_context = dlvsym(lib, "verbs_uninit_context", PABI_SYMVER);
+	if (!sr_abi.register_driver || !sr_abi.init_and_alloc_context || !sr_abi.set_ops ||
+	    !sr_abi.uninit_context) {
+		refuse("the loaded libibverbs does not export " PABI_REGISTER_SYM "@" PABI_SYMVER);
+		goto out;
+	}
+	version = loaded_rdma_core_version(sr_abi.register_driver);
+	if (version >= 0 && (version < SOFTRDMA_RDMA_CORE_MIN || version > SOFTRDMA_RDMA_CORE_MAX)) {
+		snprintf(why, sizeof(why), "the loaded libibverbs is rdma-core %d", version);
+		refuse(why);
+		goto out;
+	}
+	sr_abi.register_driver(&sr_device_ops);
+out:
+	/* libibverbs stays loaded: the application linked it. */
+	dlclose(lib);
+}

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+/* query_device_ex and query_port: the numbers come from emu/limits.h and nowhere else. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "softrdma.h"
+#include "emu/limits.h"
+
+int sr_count_gids(const struct ibv_device *device)
+{
+	char path[IBV_SYSFS_PATH_MAX + 32];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "%s/ports/1/gids", device->ibdev_path);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
+static void fill_device_attr(struct ibv_context *context, struct ibv_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", EMU_FW_VER);
+	/* Read from the same sysfs file ibv_get_device_guid() reads. */
+	a->node_guid = ibv_get_device_guid(context->device);
+	a->sys_image_guid = a->node_guid;
+	a->max_mr_size = EMU_MAX_MR_SIZE;
+	a->page_size_cap = EMU_PAGE_SIZE_CAP;
+	a->vendor_id = EMU_VENDOR_ID;
+	a->vendor_part_id = EMU_VENDOR_PART_ID;
+	a->hw_ver = EMU_HW_VER;
+	a->max_qp = EMU_MAX_QP;
+	a->max_qp_wr = EMU_MAX_QP_WR;
+	a->device_cap_flags = EMU_DEVICE_CAP_FLAGS;
+	a->max_sge = EMU_MAX_SGE;
+	a->max_sge_rd = EMU_MAX_SGE_RD;
+	a->max_cq = EMU_MAX_CQ;
+	a->max_cqe = EMU_MAX_CQE;
+	a->max_mr = EMU_MAX_MR;
+	a->max_pd = EMU_MAX_PD;
+	a->max_qp_rd_atom = EMU_MAX_QP_RD_ATOM;
+	a->max_qp_init_rd_atom = EMU_MAX_QP_RD_ATOM;
+	a->max_res_rd_atom = EMU_MAX_RES_RD_ATOM;
+	a->atomic_cap = EMU_ATOMIC_CAP;
+	a->max_mw = EMU_MAX_MW;
+	a->max_ah = EMU_MAX_AH;
+	a->max_srq = EMU_MAX_SRQ;
+	a->max_srq_wr = EMU_MAX_SRQ_WR;
+	a->max_srq_sge = EMU_MAX_SRQ_SGE;
+	a->max_pkeys = EMU_MAX_PKEYS;
+	a->local_ca_ack_delay = EMU_LOCAL_CA_ACK_DELAY;
+	a->phys_port_cnt = EMU_NUM_PORTS;
+}
+
+int sr_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
+		       struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex full;
+
+	/* No input options exist yet; an unknown one must not be silently ignored. */
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(struct ibv_device_attr))
+		return EINVAL;
+	memset(&full, 0, sizeof(full));
+	fill_device_attr(context, &full.orig_attr);
+	full.phys_port_cnt_ex = EMU_NUM_PORTS;
+	/* The caller's struct may be older (smaller) or newer (larger) than ours. */
+	if (attr_size > sizeof(full)) {
+		memset((char *)attr + sizeof(full), 0, attr_size - sizeof(full));
+		attr_size = sizeof(full);
+	}
+	memcpy(attr, &full, attr_size);
+	return 0;
+}
+
+int sr_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr)
+{
+	if (port_num != 1)
+		return EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	attr->state = IBV_PORT_ACTIVE;
+	attr->max_mtu = EMU_PORT_MTU;
+	attr->active_mtu = EMU_PORT_MTU;
+	attr->gid_tbl_len = to_sr_context(context)->gid_count;
+	attr->port_cap_flags = EMU_PORT_CAP_FLAGS;
+	attr->max_msg_sz = EMU_MAX_MSG_SIZE;
+	attr->pkey_tbl_len = EMU_MAX_PKEYS;
+	attr->max_vl_num = 1;
+	attr->active_width = EMU_PORT_WIDTH;
+	attr->active_speed = EMU_PORT_SPEED;
+	attr->phys_state = 5; /* LinkUp */
+	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	return 0;
+}
