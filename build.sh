@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The two commands of the README:
+#   ./build.sh demo   install what is missing, build, run the demo on the soft device
+#   ./build.sh test   install what is missing, build, run the whole test suite
+#                     (a normal build, then an ASan/UBSan build)
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")"
+
+packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
+	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd)
+
+install_missing() {
+	local missing=() p
+	if ! command -v dpkg-query >/dev/null; then
+		echo "build.sh: not a Debian/Ubuntu system; install the equivalents of: ${packages[*]}" >&2
+		return 0
+	fi
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "build.sh: these packages are missing; install them and run this again:" >&2
+		echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "build.sh: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() { # DIR [CMAKE ARGS...]
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+	cmake --build "$dir" -j "$(nproc)"
+}
+
+case "${1:-}" in
+demo)
+	install_missing
+	build build
+	build/bin/softrdma run -- ibv_devinfo -v
+	;;
+test)
+	install_missing
+	build build
+	(cd build && ctest --output-on-failure -j 2)
+	build build-sanitize -DSOFTRDMA_SANITIZE=ON
+	(cd build-sanitize && ctest --output-on-failure -j 2)
+	;;
+*)
+	echo "usage: ./build.sh demo | test" >&2
+	exit 2
+	;;
+esac

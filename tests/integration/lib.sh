@@ -1,0 +1,32 @@
+# Shared by the integration tests: assertions that say what went wrong, and cleanup.
+set -uo pipefail
+: "${SOFTRDMA_BUILD:?run through ctest}"
+SOFTRDMA="$SOFTRDMA_BUILD/bin/softrdma"
+failures=0
+cleanup_dirs=()
+trap 'rm -rf "${cleanup_dirs[@]}"' EXIT
+
+scratch_dir() {
+	local d
+	d=$(mktemp -d "${TMPDIR:-/tmp}/softrdma-test.XXXXXX")
+	cleanup_dirs+=("$d")
+	echo "$d"
+}
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# expect_contains NAME TEXT PATTERN: extended regex PATTERN must match a line of TEXT.
+expect_contains() {
+	if grep -Eq -- "$3" <<<"$2"; then pass "$1"; else fail "$1: no line matches /$3/ in:"; echo "$2" >&2; fi
+}
+
+expect_absent() {
+	if grep -Eq -- "$3" <<<"$2"; then fail "$1: unexpected /$3/ in:"; echo "$2" >&2; else pass "$1"; fi
+}
+
+finish() {
+	if [ "$failures" -eq 0 ]; then echo "all checks passed"; exit 0; fi
+	echo "$failures check(s) failed" >&2
+	exit 1
+}
