@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory-key table of the emulated NIC and the one remote-access check.
+ *
+ * A registration never pins or touches the memory it names: it only records
+ * (iova, length) -> host_addr and hands out a key.  Keys are opaque 32-bit
+ * values; lkey == rkey for every region, as on rxe and mlx5.
+ *
+ * Threading: register, reregister and deregister may be called from any
+ * thread; the check functions are lock-free, allocation-free and O(1) and may
+ * run concurrently with them.  A successful check returns a counted reference:
+ * the region's attributes and the memory behind host_ptr stay valid until the
+ * matching mr_put(), even if the region is deregistered meanwhile.  A
+ * deregistration kills the key for new lookups at once and then waits for the
+ * outstanding references, so a thread holding a reference must not
+ * deregister or reregister that region.
+ *
+ * Semantics and the differences from rxe/mlx5 are in docs/semantics.md.
+ */
+#ifndef SOFTRDMA_EMU_MR_H
+#define SOFTRDMA_EMU_MR_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+/* The most regions one table can hold; keys keep at least 8 random bits. */
+#define MEM_TABLE_MAX_REGIONS	(1u << 24)
+
+struct mem_table;
+
+struct mem_region {
+	/*
+	 * Read-only for users.  Stable while the region is registered and
+	 * the caller owns it, or while the caller holds a reference.
+	 */
+	uint64_t	iova;		/* first address the peer names */
+	uint64_t	length;
+	void		*host_addr;	/* where iova maps in this process */
+	uint32_t	lkey;
+	uint32_t	rkey;		/* == lkey */
+	int		access;		/* IBV_ACCESS_* */
+	uint32_t	pd_handle;
+
+	/* Private to emu/mr.c. */
+	_Atomic uint64_t	ctl;	/* key | live bit | reference count */
+	struct mem_table	*table;
+};
+
+enum mem_access_result {
+	MEM_ACCESS_OK,
+	MEM_ACCESS_BAD_KEY,		/* no live region has this key */
+	MEM_ACCESS_PD_MISMATCH,		/* region belongs to another PD */
+	MEM_ACCESS_NO_RIGHT,		/* region lacks the needed access */
+	MEM_ACCESS_OUT_OF_BOUNDS,	/* range not inside the region */
+	MEM_ACCESS_MISALIGNED,		/* atomic not one aligned 8-byte word */
+	MEM_ACCESS_QP_NO_RIGHT,		/* qp_access_flags lack the right */
+};
+
+/* 0, EINVAL (max_regions 0 or above MEM_TABLE_MAX_REGIONS), ENOMEM, or errno. */
+int mem_table_create(struct mem_table **out, uint32_t max_regions);
+
+/* No other call may run concurrently; live regions are dropped. */
+void mem_table_destroy(struct mem_table *t);
+
+/*
+ * ib_check_mr_access() rules plus what this device supports:
+ * 0, EINVAL (REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE, unknown bits),
+ * or EOPNOTSUPP (ZERO_BASED, FLUSH_GLOBAL/FLUSH_PERSISTENT).
+ */
+int mr_check_access_flags(int access);
+
+/*
+ * O(1) in length; the memory is never touched.  Returns 0, EINVAL (flags;
+ * addr + length or iova + length wraps; addr and iova differ in page offset),
+ * EFAULT (NULL addr with length > 0), ENOMEM (table full), or EOPNOTSUPP.
+ */
+int mr_register(struct mem_table *t, uint32_t pd_handle, void *addr,
+		uint64_t length, uint64_t iova, int access,
+		struct mem_region **out);
+
+/*
+ * flags: IBV_REREG_MR_CHANGE_TRANSLATION / _PD / _ACCESS, as in
+ * ibv_rereg_mr(); arguments whose flag is clear are ignored.  Keys do not
+ * change.  Waits for outstanding references like mr_deregister().  On error
+ * the region is unchanged and still registered.
+ */
+int mr_reregister(struct mem_table *t, struct mem_region *mr, int flags,
+		  uint32_t pd_handle, void *addr, uint64_t length,
+		  uint64_t iova, int access);
+
+/* Key dead at once; returns once no reference is held.  0 or EINVAL. */
+int mr_deregister(struct mem_table *t, struct mem_region *mr);
+
+/*
+ * THE remote-access check, for every incoming WRITE / WRITE_WITH_IMM
+ * (needed = IBV_ACCESS_REMOTE_WRITE), READ (IBV_ACCESS_REMOTE_READ) and
+ * ATOMIC (IBV_ACCESS_REMOTE_ATOMIC, length 8).  Checks, in rxe's order: QP
+ * right, atomic length, zero length, key, PD, region right, bounds, atomic
+ * alignment.  Any other needed is MEM_ACCESS_QP_NO_RIGHT (invalid request).
+ * A zero-length WRITE/READ is MEM_ACCESS_OK with no key lookup,
+ * *mr_ref == NULL and *host_ptr == NULL.  On MEM_ACCESS_OK with a non-NULL
+ * *mr_ref the caller must mr_put() it; on failure both outputs are NULL.
+ */
+enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey,
+					      uint32_t qp_pd_handle,
+					      int qp_access_flags, int needed,
+					      uint64_t iova, uint64_t length,
+					      struct mem_region **mr_ref,
+					      void **host_ptr);
+
+/*
+ * The same check for a local SGE: needed is 0 for a source (send, write
+ * payload) or IBV_ACCESS_LOCAL_WRITE for a target (receive, read response,
+ * atomic result).  A zero-length SGE is MEM_ACCESS_OK without a lookup.
+ */
+enum mem_access_result mr_check_local_access(struct mem_table *t, uint32_t lkey,
+					     uint32_t pd_handle, int needed,
+					     uint64_t addr, uint64_t length,
+					     struct mem_region **mr_ref,
+					     void **host_ptr);
+
+void mr_put(struct mem_region *mr);
+
+/* Requester's completion status when the responder refuses (rxe's NAKs). */
+enum ibv_wc_status mem_access_remote_wc_status(enum mem_access_result r);
+
+/* Completion status of a work request whose local SGE was refused. */
+enum ibv_wc_status mem_access_local_wc_status(enum mem_access_result r);
+
+#endif /* SOFTRDMA_EMU_MR_H */
