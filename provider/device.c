@@ -18,6 +18,7 @@
 
 #include "softrdma.h"
 #include "kernel-abi/comp_channel.h"
+#include "emu/qp.h"
 
 struct provider_abi sr_abi;
 
@@ -25,13 +26,37 @@ static void sr_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops sr_context_ops = {
 	.alloc_pd = sr_alloc_pd,
+	.cq_event = sr_cq_event,
+	.create_cq = sr_create_cq,
+	.create_cq_ex = sr_create_cq_ex,
+	.create_qp = sr_create_qp,
+	.create_qp_ex = sr_create_qp_ex,
 	.dealloc_pd = sr_dealloc_pd,
 	.dereg_mr = sr_dereg_mr,
+	.destroy_cq = sr_destroy_cq,
+	.destroy_qp = sr_destroy_qp,
 	.free_context = sr_free_context,
+	.modify_qp = sr_modify_qp,
+	.poll_cq = sr_poll_cq,
+	.post_recv = sr_post_recv,
+	.post_send = sr_post_send,
 	.query_device_ex = sr_query_device_ex,
 	.query_port = sr_query_port,
+	.query_qp = sr_query_qp,
 	.reg_mr = sr_reg_mr,
+	.req_notify_cq = sr_req_notify_cq,
+	.rereg_mr = sr_rereg_mr,
+	.resize_cq = sr_resize_cq,
 };
+
+void sr_raise_async_event(struct sr_context *ctx, uint64_t element, enum ibv_event_type type)
+{
+	struct uverbs_async_event ev = { .element = element, .event_type = type };
+
+	if (write(ctx->async_notify_fd, &ev, sizeof(ev)) != sizeof(ev)) {
+		/* Nobody reads the events and the pipe is full: lost, as on a full kernel queue. */
+	}
+}
 
 static struct verbs_context *sr_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 					      void *private_data)
@@ -44,8 +69,10 @@ static struct verbs_context *sr_alloc_context(struct ibv_device *ibdev, int cmd_
 					     &((struct sr_context *)NULL)->vctx, 0);
 	if (!ctx)
 		return NULL;
-	if (pipe2(fds, O_CLOEXEC))
+	if (emu_engine_get(&ctx->engine))
 		goto err_uninit;
+	if (pipe2(fds, O_CLOEXEC))
+		goto err_engine;
 	/* The engine raises events from its own thread and must never block on the reader. */
 	fcntl(fds[1], F_SETFL, O_NONBLOCK);
 	ctx->vctx.context.async_fd = fds[0];
@@ -55,6 +82,8 @@ static struct verbs_context *sr_alloc_context(struct ibv_device *ibdev, int cmd_
 	sr_abi.set_ops(&ctx->vctx, &sr_context_ops);
 	return &ctx->vctx;
 
+err_engine:
+	emu_engine_put(ctx->engine);
 err_uninit:
 	sr_abi.uninit_context(&ctx->vctx);
 	free(ctx);
@@ -65,6 +94,7 @@ static void sr_free_context(struct ibv_context *ibctx)
 {
 	struct sr_context *ctx = to_sr_context(ibctx);
 
+	emu_engine_put(ctx->engine);
 	close(ctx->async_notify_fd);
 	/* verbs_uninit_context closes async_fd and cmd_fd. */
 	sr_abi.uninit_context(&ctx->vctx);

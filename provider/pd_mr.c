@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* Protection domains and memory registration. */
+/* Protection domains and memory registration: the MR lives in the engine's key table. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "softrdma.h"
+#include "emu/mr.h"
+#include "emu/qp.h"
 
 struct ibv_pd *sr_alloc_pd(struct ibv_context *context)
 {
+	/* The PD's identity in the key table; never reused within a process. */
 	static atomic_uint next_handle = 1;
 	struct sr_pd *pd = calloc(1, sizeof(*pd));
 
@@ -24,38 +27,60 @@ int sr_dealloc_pd(struct ibv_pd *pd)
 	return 0;
 }
 
-/* TEMPORARY until emu/mr lands */
-static int check_access(int access)
+static struct mem_table *mem_of(struct ibv_context *context)
 {
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE))
-		return EINVAL;
-	return 0;
+	return emu_engine_mem(to_sr_context(context)->engine);
 }
 
 struct ibv_mr *sr_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			 int access)
 {
-	struct verbs_mr *vmr;
+	struct sr_mr *mr = calloc(1, sizeof(*mr));
+	int ret;
 
-	errno = check_access(access);
-	if (errno)
+	if (!mr)
 		return NULL;
-	vmr = calloc(1, sizeof(*vmr));
-	if (!vmr)
+	ret = mr_register(mem_of(pd->context), pd->handle, addr, length, hca_va, access,
+			  &mr->region);
+	if (ret) {
+		free(mr);
+		errno = ret;
 		return NULL;
-	vmr->ibv_mr.context = pd->context;
-	vmr->ibv_mr.pd = pd;
-	vmr->ibv_mr.addr = addr;
-	vmr->ibv_mr.length = length;
-	(void)hca_va;
-	vmr->mr_type = IBV_MR_TYPE_MR;
-	vmr->access = access;
-	return &vmr->ibv_mr;
+	}
+	mr->vmr.ibv_mr.context = pd->context;
+	mr->vmr.ibv_mr.pd = pd;
+	mr->vmr.ibv_mr.addr = addr;
+	mr->vmr.ibv_mr.length = length;
+	mr->vmr.ibv_mr.lkey = mr->region->lkey;
+	mr->vmr.ibv_mr.rkey = mr->region->rkey;
+	mr->vmr.mr_type = IBV_MR_TYPE_MR;
+	mr->vmr.access = access;
+	return &mr->vmr.ibv_mr;
+}
+
+int sr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		int access)
+{
+	struct sr_mr *mr = (struct sr_mr *)vmr;
+	int ret;
+
+	ret = mr_reregister(mem_of(vmr->ibv_mr.context), mr->region, flags,
+			    pd ? pd->handle : 0, addr, length, (uintptr_t)addr, access);
+	if (ret)
+		return ret;
+	/* libibverbs updates ibv_mr's pd, addr and length itself. */
+	vmr->ibv_mr.lkey = mr->region->lkey;
+	vmr->ibv_mr.rkey = mr->region->rkey;
+	return 0;
 }
 
 int sr_dereg_mr(struct verbs_mr *vmr)
 {
-	free(vmr);
+	struct sr_mr *mr = (struct sr_mr *)vmr;
+	int ret = mr_deregister(mem_of(vmr->ibv_mr.context), mr->region);
+
+	if (ret)
+		return ret;
+	free(mr);
 	return 0;
 }

@@ -6,13 +6,21 @@
 #include <infiniband/verbs.h>
 
 #include "kernel-abi/provider_abi.h"
+#include "provider/cq_ex.h"
+#include "provider/qp_ex.h"
 
 struct sr_device {
 	struct verbs_device vdev;
 };
 
+struct emu_engine;
+struct emu_cq;
+struct emu_qp;
+struct mem_region;
+
 struct sr_context {
 	struct verbs_context vctx;
+	struct emu_engine *engine;
 	int async_notify_fd;	/* write end of the pipe behind context.async_fd */
 	int gid_count;		/* entries in the GID table libibverbs reads from sysfs */
 };
@@ -20,6 +28,31 @@ struct sr_context {
 struct sr_pd {
 	struct ibv_pd ibv_pd;
 };
+
+struct sr_mr {
+	struct verbs_mr vmr;
+	struct mem_region *region;
+};
+
+/* The extended interfaces keep their state right before the verbs object (see their headers). */
+struct sr_cq {
+	struct cq_ex_poller poller;	/* ibv_create_cq_ex only */
+	struct verbs_cq vcq;
+	struct emu_cq *cq;
+	bool extended;
+};
+
+struct sr_qp {
+	struct qp_ex_builder wr_builder;	/* IBV_QP_INIT_ATTR_SEND_OPS_FLAGS only */
+	struct verbs_qp vqp;
+	struct emu_qp *qp;
+	bool extended;
+};
+
+static_assert(QP_EX_BUILDER_PLACED_BEFORE(struct sr_qp, wr_builder, vqp.qp_ex),
+	      "the wr_* builder must sit right before the QP");
+static_assert(CQ_EX_POLLER_PLACED_BEFORE(struct sr_cq, poller, vcq.cq_ex),
+	      "the cq_ex poller must sit right before the CQ");
 
 static inline struct sr_context *to_sr_context(struct ibv_context *ibctx)
 {
@@ -39,11 +72,47 @@ int sr_query_device_ex(struct ibv_context *context, const struct ibv_query_devic
 int sr_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr);
 int sr_count_gids(const struct ibv_device *device);
 
+static inline struct sr_cq *to_sr_cq(struct ibv_cq *cq)
+{
+	return (struct sr_cq *)((char *)cq - offsetof(struct sr_cq, vcq.cq));
+}
+
+static inline struct sr_qp *to_sr_qp(struct ibv_qp *qp)
+{
+	return (struct sr_qp *)((char *)qp - offsetof(struct sr_qp, vqp.qp));
+}
+
+/* Writes one async event record; the engine calls it too, through emu hooks. */
+void sr_raise_async_event(struct sr_context *ctx, uint64_t element, enum ibv_event_type type);
+
+/* cq.c */
+struct ibv_cq *sr_create_cq(struct ibv_context *context, int cqe, struct ibv_comp_channel *channel,
+			    int comp_vector);
+int sr_destroy_cq(struct ibv_cq *cq);
+int sr_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int sr_resize_cq(struct ibv_cq *cq, int cqe);
+void sr_cq_event(struct ibv_cq *cq);
+
+/* qp.c */
+struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int sr_destroy_qp(struct ibv_qp *qp);
+int sr_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+int sr_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ibv_qp_init_attr *init_attr);
+int sr_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context,
+				  struct ibv_cq_init_attr_ex *attr);
+
 /* pd_mr.c */
 struct ibv_pd *sr_alloc_pd(struct ibv_context *context);
 int sr_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *sr_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			 int access);
 int sr_dereg_mr(struct verbs_mr *vmr);
+int sr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		int access);
 
 #endif

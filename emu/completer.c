@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The completer: acknowledgements, NAKs, READ responses and atomic results arriving on the
+ * stream the requester opened; send completions in order; the ACK, RNR and retry timers.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "emu/internal.h"
+
+static struct send_wqe *wqe_at(struct emu_qp *qp, uint32_t index)
+{
+	return &qp->sq[index % qp->cap.max_send_wr];
+}
+
+static bool is_read_atomic(const struct send_wqe *wqe)
+{
+	return wqe->wr.opcode == IBV_WR_RDMA_READ || wqe->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       wqe->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+void completer_advance(struct emu_qp *qp)
+{
+	while (qp->sq_tail != qp->sq_next) {
+		struct send_wqe *wqe = wqe_at(qp, qp->sq_tail);
+
+		if (!wqe->done)
+			break;
+		qp->sq_tail++;
+		qp_complete_send(qp, wqe, wqe->status);
+		if (wqe->status != IBV_WC_SUCCESS) {
+			/* Requester-side errors raise no async event: the completion says it. */
+			qp_error(qp, (enum ibv_event_type)-1);
+			return;
+		}
+	}
+	if (qp->sq_tail == qp->sq_next && qp->timer_kind == TIMER_ACK)
+		qp->timer_ns = 0;
+}
+
+/* The oldest sent WQE still waiting for its response. */
+static struct send_wqe *oldest_waiting(struct emu_qp *qp)
+{
+	for (uint32_t i = qp->sq_tail; i != qp->sq_next; i++)
+		if (!wqe_at(qp, i)->done)
+			return wqe_at(qp, i);
+	return NULL;
+}
+
+static void progress_made(struct emu_qp *qp)
+{
+	qp->retries_left = qp->attr.retry_cnt;
+	if (qp->timer_kind == TIMER_ACK || qp->timer_kind == TIMER_CONNECT) {
+		qp->timer_ns = 0;
+		if (qp->sq_tail != qp->sq_next && qp->attr.timeout)
+			qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
+	}
+}
+
+static enum ibv_wc_status nak_status(uint8_t code)
+{
+	switch (code) {
+	case NAK_INVALID_REQUEST:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case NAK_REMOTE_ACCESS:
+		return IBV_WC_REM_ACCESS_ERR;
+	case NAK_REMOTE_OP:
+		return IBV_WC_REM_OP_ERR;
+	default:
+		return IBV_WC_BAD_RESP_ERR;
+	}
+}
+
+/* ACK/NAK for psn: WRITEs and SENDs up to it are done; a NAK fails the WQE at psn. */
+static void handle_aeth(struct emu_qp *qp, const struct wire_packet *pkt)
+{
+	uint8_t type = pkt->syndrome & AETH_TYPE_MASK;
+
+	for (uint32_t i = qp->sq_tail; i != qp->sq_next; i++) {
+		struct send_wqe *wqe = wqe_at(qp, i);
+
+		if (wqe->done)
+			continue;
+		if (!psn_le(wqe->psn, pkt->psn))
+			break;
+		if (wqe->psn == pkt->psn && type != AETH_ACK) {
+			if (type == AETH_RNR_NAK) {
+				if (qp->attr.rnr_retry != QP_RNR_RETRY_MAX &&
+				    qp->rnr_retries_left-- == 0) {
+					wqe->done = true;
+					wqe->status = IBV_WC_RNR_RETRY_EXC_ERR;
+					break;
+				}
+				requester_rewind(qp, wqe->psn);
+				qp_arm_timer(qp, TIMER_RNR,
+					     qp_rnr_timer_to_ns(pkt->syndrome & AETH_VALUE_MASK));
+				return;
+			}
+			wqe->done = true;
+			wqe->status = nak_status(pkt->syndrome & AETH_VALUE_MASK);
+			break;
+		}
+		/* Responses come in order: a READ/atomic before psn was answered already. */
+		if (is_read_atomic(wqe))
+			break;
+		wqe->done = true;
+	}
+	if (type == AETH_ACK)
+		qp->rnr_retries_left = qp->attr.rnr_retry;
+	progress_made(qp);
+	completer_advance(qp);
+}
+
+void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		     struct rx_sink *sink)
+{
+	struct send_wqe *wqe;
+
+	(void)c;
+	sink->kind = SINK_DISCARD;
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)
+		return;
+	if (pkt->opcode != OP_RC_READ_RESPONSE_ONLY)
+		return;
+	wqe = oldest_waiting(qp);
+	if (!wqe || wqe->wr.opcode != IBV_WR_RDMA_READ || wqe->psn != pkt->psn ||
+	    pkt->payload_len != wqe->length)
+		return;	/* completer_end reports the bad response */
+	sink->kind = SINK_LOCAL;
+	sink->pd_handle = qp->pd_handle;
+	sink->needed = IBV_ACCESS_LOCAL_WRITE;
+	sink->sge = wqe->sge;
+	sink->num_sge = wqe->wr.num_sge;
+}
+
+static void finish_read_atomic(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status st)
+{
+	wqe->done = true;
+	wqe->status = st;
+	if (qp->rd_atomic_out)
+		qp->rd_atomic_out--;
+	progress_made(qp);
+	completer_advance(qp);
+	requester_progress(qp);
+}
+
+static enum ibv_wc_status store_atomic_result(struct emu_qp *qp, struct send_wqe *wqe,
+					      uint64_t orig)
+{
+	struct mem_region *ref;
+	enum mem_access_result r;
+	void *host;
+
+	r = mr_check_local_access(the_mem_table(), wqe->sge[0].lkey, qp->pd_handle,
+				  IBV_ACCESS_LOCAL_WRITE, wqe->sge[0].addr, sizeof(orig), &ref, &host);
+	if (r != MEM_ACCESS_OK)
+		return mem_access_local_wc_status(r);
+	memcpy(host, &orig, sizeof(orig));
+	if (ref)
+		mr_put(ref);
+	return IBV_WC_SUCCESS;
+}
+
+void completer_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		   struct rx_sink *sink)
+{
+	struct send_wqe *wqe;
+
+	(void)c;
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)
+		return;
+	switch (pkt->opcode) {
+	case OP_RC_ACK:
+		handle_aeth(qp, pkt);
+		requester_progress(qp);
+		return;
+	case OP_RC_READ_RESPONSE_ONLY:
+		wqe = oldest_waiting(qp);
+		if (sink->kind != SINK_LOCAL || !wqe) {
+			if (wqe)
+				finish_read_atomic(qp, wqe, IBV_WC_BAD_RESP_ERR);
+			return;
+		}
+		finish_read_atomic(qp, wqe, sink->failure == MEM_ACCESS_OK ? IBV_WC_SUCCESS :
+					    mem_access_local_wc_status(sink->failure));
+		return;
+	case OP_RC_ATOMIC_ACK:
+		wqe = oldest_waiting(qp);
+		if (!wqe)
+			return;
+		if (wqe->psn != pkt->psn || !is_read_atomic(wqe) ||
+		    wqe->wr.opcode == IBV_WR_RDMA_READ) {
+			finish_read_atomic(qp, wqe, IBV_WC_BAD_RESP_ERR);
+			return;
+		}
+		finish_read_atomic(qp, wqe, store_atomic_result(qp, wqe, pkt->orig));
+		return;
+	default:
+		return;
+	}
+}
+
+static void retry_or_fail(struct emu_qp *qp)
+{
+	struct send_wqe *wqe = oldest_waiting(qp);
+
+	if (!wqe && qp->sq_next == qp->sq_head)
+		return;	/* nothing outstanding any more */
+	if (qp->retries_left == 0) {
+		if (!wqe)
+			wqe = wqe_at(qp, qp->sq_next);
+		/* The oldest unanswered WQE reports it; everything after it is flushed. */
+		if (wqe == wqe_at(qp, qp->sq_next) && qp->sq_next != qp->sq_head)
+			qp->sq_next++;
+		wqe->done = true;
+		wqe->status = IBV_WC_RETRY_EXC_ERR;
+		completer_advance(qp);
+		return;
+	}
+	qp->retries_left--;
+	if (!qp->req_conn) {
+		qp->req_conn = conn_connect(qp);
+		if (qp->attr.timeout)
+			qp_arm_timer(qp, TIMER_CONNECT, qp_timeout_to_ns(qp->attr.timeout));
+		requester_progress(qp);
+		return;
+	}
+	/* The stream is up but the peer does not answer (e.g. its QP is not ready yet). */
+	if (qp->attr.timeout)
+		qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
+}
+
+void completer_timer(struct emu_qp *qp)
+{
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return;
+	switch (qp->timer_kind) {
+	case TIMER_RNR:
+		requester_progress(qp);
+		break;
+	case TIMER_ACK:
+	case TIMER_CONNECT:
+		retry_or_fail(qp);
+		break;
+	default:
+		break;
+	}
+}

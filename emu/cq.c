@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A ring of ibv_wc under one mutex. Overrun follows the hardware: the completion that does
+ * not fit is lost, the CQ goes to error (it stays in error), and the owner raises
+ * IBV_EVENT_CQ_ERR; QPs that then try to complete into it go to error too.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu/cq.h"
+#include "emu/limits.h"
+#include "kernel-abi/comp_channel.h"
+
+enum cq_arm { CQ_DISARMED, CQ_ARM_NEXT, CQ_ARM_SOLICITED };
+
+struct emu_cq {
+	pthread_mutex_t lock;
+	struct ibv_wc *ring;
+	uint32_t depth;
+	uint32_t head;		/* next to poll */
+	uint32_t count;
+	enum cq_arm arm;
+	bool error;
+	int notify_fd;
+	uint64_t handle;
+	emu_cq_error_fn on_error;
+	void *owner;
+};
+
+int emu_cq_create(const struct emu_cq_init *init, struct emu_cq **out)
+{
+	struct emu_cq *cq;
+
+	if (init->cqe < 1 || init->cqe > EMU_MAX_CQE)
+		return EINVAL;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return ENOMEM;
+	cq->depth = (uint32_t)init->cqe;
+	cq->ring = calloc(cq->depth, sizeof(*cq->ring));
+	if (!cq->ring) {
+		free(cq);
+		return ENOMEM;
+	}
+	pthread_mutex_init(&cq->lock, NULL);
+	cq->notify_fd = init->notify_fd;
+	cq->handle = init->handle;
+	cq->on_error = init->on_error;
+	cq->owner = init->owner;
+	*out = cq;
+	return 0;
+}
+
+void emu_cq_destroy(struct emu_cq *cq)
+{
+	pthread_mutex_destroy(&cq->lock);
+	free(cq->ring);
+	free(cq);
+}
+
+int emu_cq_depth(const struct emu_cq *cq)
+{
+	return (int)cq->depth;
+}
+
+int emu_cq_resize(struct emu_cq *cq, int cqe)
+{
+	struct ibv_wc *ring;
+
+	if (cqe < 1 || cqe > EMU_MAX_CQE)
+		return EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	if ((uint32_t)cqe < cq->count) {
+		pthread_mutex_unlock(&cq->lock);
+		return EINVAL;
+	}
+	ring = calloc((size_t)cqe, sizeof(*ring));
+	if (!ring) {
+		pthread_mutex_unlock(&cq->lock);
+		return ENOMEM;
+	}
+	for (uint32_t i = 0; i < cq->count; i++)
+		ring[i] = cq->ring[(cq->head + i) % cq->depth];
+	free(cq->ring);
+	cq->ring = ring;
+	cq->depth = (uint32_t)cqe;
+	cq->head = 0;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+int emu_cq_poll(struct emu_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got = 0;
+
+	if (n < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	while (got < n && cq->count) {
+		wc[got++] = cq->ring[cq->head];
+		cq->head = (cq->head + 1) % cq->depth;
+		cq->count--;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return got;
+}
+
+int emu_cq_arm(struct emu_cq *cq, bool solicited_only)
+{
+	pthread_mutex_lock(&cq->lock);
+	/* A pending "next" request is not narrowed by a later "solicited" one. */
+	if (cq->arm != CQ_ARM_NEXT)
+		cq->arm = solicited_only ? CQ_ARM_SOLICITED : CQ_ARM_NEXT;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+static void raise_event(struct emu_cq *cq)
+{
+	struct uverbs_comp_event ev = { .cq_handle = cq->handle };
+
+	if (cq->notify_fd >= 0 && write(cq->notify_fd, &ev, sizeof(ev)) != sizeof(ev)) {
+		/* A full pipe already holds events the reader has not taken: it will wake. */
+	}
+}
+
+bool emu_cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	bool notify = false;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->error || cq->count == cq->depth) {
+		bool first = !cq->error;
+
+		cq->error = true;
+		pthread_mutex_unlock(&cq->lock);
+		if (first && cq->on_error)
+			cq->on_error(cq->owner, cq);
+		return false;
+	}
+	cq->ring[(cq->head + cq->count) % cq->depth] = *wc;
+	cq->count++;
+	if (cq->arm == CQ_ARM_NEXT ||
+	    (cq->arm == CQ_ARM_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS))) {
+		cq->arm = CQ_DISARMED;
+		notify = true;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	if (notify)
+		raise_event(cq);
+	return true;
+}
+
+bool emu_cq_in_error(struct emu_cq *cq)
+{
+	bool err;
+
+	pthread_mutex_lock(&cq->lock);
+	err = cq->error;
+	pthread_mutex_unlock(&cq->lock);
+	return err;
+}

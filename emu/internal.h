@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's own structures, shared by its files: engine.c (thread, listeners, QP table,
+ * calls into the engine thread), conn.c (one TCP stream: hello, frame reader, sender),
+ * qp.c (state, queues, errors and flushes), requester.c, responder.c and completer.c (the
+ * IBTA's division of RC).
+ *
+ * Locking order: engine->lock, then qp->lock, then conn->tx_lock, then a CQ's lock.
+ */
+#ifndef SOFTRDMA_EMU_INTERNAL_H
+#define SOFTRDMA_EMU_INTERNAL_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "emu/cq.h"
+#include "emu/io.h"
+#include "emu/mr.h"
+#include "emu/qp.h"
+#include "emu/wire.h"
+
+#define QPS_PER_LISTENER 256	/* QPN = listening port << 8 | index */
+
+struct emu_engine;
+struct conn;
+
+/* Where an incoming payload goes; re-validated for every chunk placed (emu/mr.h). */
+enum sink_kind { SINK_DISCARD, SINK_REMOTE, SINK_LOCAL };
+
+struct rx_sink {
+	enum sink_kind kind;
+	uint32_t pd_handle;
+	int qp_access;		/* SINK_REMOTE: the QP's rights */
+	int needed;		/* access right each chunk needs */
+	uint32_t rkey;		/* SINK_REMOTE */
+	uint64_t va;		/* SINK_REMOTE */
+	const struct ibv_sge *sge;	/* SINK_LOCAL */
+	int num_sge;
+	uint64_t offset;	/* bytes placed so far */
+	enum mem_access_result failure;	/* first refusal; the rest is discarded */
+};
+
+struct engine_call {
+	struct engine_call *next;
+	void (*fn)(void *arg);
+	void *arg;
+	bool done;
+};
+
+enum conn_state { CONN_CONNECTING, CONN_HELLO, CONN_OPEN, CONN_CLOSED };
+
+struct tx_chunk {
+	struct tx_chunk *next;
+	size_t len, off;
+	uint8_t data[];
+};
+
+struct conn {
+	struct emu_engine *engine;
+	struct io_watch watch;
+	enum conn_state state;
+	bool initiator;		/* we connected: our requests, their responses */
+	bool paused;		/* responder QP not ready for requests yet */
+	struct emu_qp *qp;
+	struct sockaddr_in6 peer;
+
+	/* receive side: engine thread only */
+	uint8_t *stage;		/* bytes read ahead of the frame being parsed */
+	size_t stage_len, stage_off;
+	bool in_payload;
+	uint64_t payload_left;
+	struct wire_packet pkt;
+	struct rx_sink sink;
+
+	/* send side: any thread, under tx_lock */
+	pthread_mutex_t tx_lock;
+	struct tx_chunk *txq, *txq_tail;
+	bool want_out;
+	bool tx_error;
+	struct engine_call out_call;	/* asks the engine to watch for POLLOUT */
+	uint32_t hello_src_qpn;
+	struct conn *next_closed;	/* freed by the engine once no backend call can see it */
+};
+
+struct send_wqe {
+	struct ibv_send_wr wr;	/* copy; wr.sg_list points at sge below */
+	struct ibv_sge *sge;
+	uint8_t *inline_buf;	/* max_inline_data bytes */
+	uint64_t length;
+	uint32_t psn;
+	bool sent;
+	bool done;		/* acknowledged, answered, or failed: completes in order */
+	enum ibv_wc_status status;
+	bool signaled;
+};
+
+struct recv_wqe {
+	uint64_t wr_id;
+	int num_sge;
+	struct ibv_sge *sge;
+};
+
+struct emu_qp {
+	struct emu_engine *engine;
+	pthread_mutex_t lock;
+	uint32_t qpn;
+	enum ibv_qp_type type;
+	enum ibv_qp_state state;
+	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
+	int async_fd;
+	uint32_t pd_handle;
+	struct emu_cq *send_cq, *recv_cq;
+	bool sq_sig_all;
+	struct ibv_qp_cap cap;
+	struct ibv_qp_attr attr;	/* as last modified (what query_qp reports) */
+	int attr_mask_seen;
+
+	/* send queue: indices grow forever, slot = index % cap.max_send_wr */
+	struct send_wqe *sq;
+	uint32_t sq_head, sq_next, sq_tail;	/* posted, transmitted, completed */
+	uint32_t next_psn;
+	uint32_t rd_atomic_out;		/* READ/atomic requests awaiting responses */
+	uint32_t retries_left, rnr_retries_left;
+	uint64_t timer_ns;		/* CLOCK_MONOTONIC deadline, 0: none */
+	enum { TIMER_NONE, TIMER_ACK, TIMER_RNR, TIMER_CONNECT } timer_kind;
+
+	/* receive queue */
+	struct recv_wqe *rq;
+	uint32_t rq_head, rq_tail;
+
+	/* responder */
+	uint32_t epsn;			/* next request PSN expected */
+	uint32_t msn;
+	bool rnr_dropping;		/* after an RNR NAK: drop until epsn comes again */
+	int verdict;			/* responder.c: what the current request came to */
+	uint8_t nak_code;
+	enum mem_access_result refusal;
+	enum ibv_wc_status recv_status;	/* a receive's own error, when it has one */
+	struct recv_wqe cur_recv;	/* the receive WQE the current SEND fills */
+	bool have_cur_recv;
+	struct {
+		uint32_t psn;
+		uint64_t orig;
+		bool valid;
+	} last_atomic;			/* a repeated atomic is answered, not redone */
+
+	bool connect_pending;
+	struct engine_call connect_call;
+	struct conn *req_conn;	/* stream we opened */
+	struct conn *resp_conn;	/* stream the peer opened */
+	struct sockaddr_in6 peer_addr;	/* from the AV's dgid; port from dest_qp_num */
+	struct sockaddr_in6 local_addr;	/* from the AV's sgid_index */
+	bool destroyed;
+};
+
+struct emu_listener {
+	int fd;
+	uint16_t port;
+	struct io_watch watch;
+	struct emu_qp *qps[QPS_PER_LISTENER];
+	int used;
+};
+
+
+struct emu_engine {
+	pthread_mutex_t lock;		/* QP table, listeners, call queue */
+	pthread_cond_t call_done;
+	pthread_t thread;
+	int refs;
+	struct io_backend *io;
+	int wake_fd;
+	struct io_watch wake_watch;
+	struct engine_call *calls, *calls_tail;
+	bool stopping;
+	struct emu_listener **listeners;
+	int nlisteners;
+	struct mem_table *mem;
+	struct conn *closed;		/* waiting to be freed after the current wait() */
+	_Atomic uint64_t next_timer_ns;
+};
+
+/* engine.c */
+uint64_t engine_now_ns(void);
+/* Runs fn(arg) on the engine thread (inline when called there) and waits for it. */
+void engine_call_sync(struct emu_engine *e, void (*fn)(void *), void *arg);
+/* Runs fn(arg) on the engine thread later; arg must stay valid until then. */
+void engine_call_async(struct emu_engine *e, struct engine_call *call);
+bool engine_on_thread(struct emu_engine *e);
+struct emu_qp *engine_find_qp(struct emu_engine *e, uint32_t qpn);
+void engine_timer_changed(struct emu_engine *e, uint64_t deadline_ns);
+void engine_watch(struct emu_engine *e, struct io_watch *w);
+void engine_unwatch(struct emu_engine *e, struct io_watch *w);
+void engine_rewatch(struct emu_engine *e, struct io_watch *w);
+int engine_register_qp(struct emu_engine *e, struct emu_qp *qp);
+void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp);
+
+/* conn.c */
+struct conn *conn_connect(struct emu_qp *qp);	/* engine thread */
+void conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
+/* Sends one frame: header bytes then payload iovecs; queues what the socket won't take. */
+int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
+		    const struct iovec *payload, int niov);
+void conn_close(struct conn *c);		/* engine thread */
+void conn_set_paused(struct conn *c, bool paused);	/* engine thread */
+/* The QP reached RTR: check the stream its peer opened and let its requests in. */
+void conn_bind_pending(struct emu_qp *qp);	/* engine thread, qp->lock held */
+
+/* qp.c */
+void qp_error(struct emu_qp *qp, enum ibv_event_type event);	/* qp->lock held */
+void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event);
+void qp_complete_send(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status);
+void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
+		      enum ibv_wc_opcode op, uint32_t byte_len, uint32_t imm, bool with_imm,
+		      bool solicited);
+void qp_arm_timer(struct emu_qp *qp, int kind, uint64_t delay_ns);	/* qp->lock held */
+void qp_conn_lost(struct emu_qp *qp, struct conn *c);	/* engine thread, qp->lock held */
+
+/* requester.c */
+void requester_progress(struct emu_qp *qp);	/* qp->lock held */
+void requester_rewind(struct emu_qp *qp, uint32_t psn);	/* qp->lock held */
+enum ibv_wc_opcode requester_wc_opcode(enum ibv_wr_opcode op);
+
+/* responder.c: a request frame's header arrived; decides where its payload goes */
+void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		     struct rx_sink *sink);
+void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		   struct rx_sink *sink);
+
+/* completer.c: the same for responses, on the requester's stream */
+void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		     struct rx_sink *sink);
+void completer_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		   struct rx_sink *sink);
+void completer_timer(struct emu_qp *qp);	/* engine thread, qp->lock held */
+/* Completes done WQEs from the oldest on; an error among them takes the QP to ERR. */
+void completer_advance(struct emu_qp *qp);	/* qp->lock held */
+
+/* sink.c */
+/* Places n bytes from src; returns false once the sink refused (the rest is discarded). */
+void sink_place(struct rx_sink *s, const uint8_t *src, size_t n);
+/* recv()s at most n bytes straight into the sink; returns recv's result. */
+ssize_t sink_recv(struct rx_sink *s, int fd, size_t n);
+uint64_t sge_total_length(const struct ibv_sge *sge, int num_sge);
+/* The process's memory-key table (the engine's). */
+struct mem_table *the_mem_table(void);
+
+static inline bool psn_le(uint32_t a, uint32_t b)
+{
+	return ((b - a) & BTH_PSN_MASK) < (1u << 23);
+}
+
+#endif

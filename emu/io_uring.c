@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The io_uring backend: one one-shot POLL_ADD per armed watch, re-armed after each
+ * dispatch (level semantics: a socket that is still ready completes again at once).
+ * user_data is (generation << 32 | slot), so a completion that arrives after its watch
+ * was updated or removed is recognised and dropped.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <liburing.h>
+
+#include "emu/io.h"
+
+#define RING_ENTRIES 256
+
+struct uring_slot {
+	struct io_watch *w;
+	uint32_t gen;
+};
+
+struct uring_backend {
+	struct io_backend base;
+	struct io_uring ring;
+	struct uring_slot *slots;
+	uint32_t nslots;
+	uint32_t *free_slots;
+	uint32_t nfree;
+};
+
+static struct uring_backend *to_uring(struct io_backend *b)
+{
+	return (struct uring_backend *)b;
+}
+
+static int uring_create(struct io_backend **out)
+{
+	struct uring_backend *b = calloc(1, sizeof(*b));
+	int ret;
+
+	if (!b)
+		return ENOMEM;
+	ret = io_uring_queue_init(RING_ENTRIES, &b->ring, 0);
+	if (ret < 0) {
+		free(b);
+		return -ret;
+	}
+	b->base.ops = &io_uring_backend;
+	*out = &b->base;
+	return 0;
+}
+
+static void uring_destroy(struct io_backend *base)
+{
+	struct uring_backend *b = to_uring(base);
+
+	io_uring_queue_exit(&b->ring);
+	free(b->slots);
+	free(b->free_slots);
+	free(b);
+}
+
+static struct io_uring_sqe *get_sqe(struct uring_backend *b)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+
+	if (!sqe) {
+		io_uring_submit(&b->ring);
+		sqe = io_uring_get_sqe(&b->ring);
+	}
+	return sqe;
+}
+
+static uint64_t user_data(struct uring_backend *b, struct io_watch *w)
+{
+	return (uint64_t)b->slots[w->slot].gen << 32 | w->slot;
+}
+
+static int arm(struct uring_backend *b, struct io_watch *w)
+{
+	struct io_uring_sqe *sqe;
+	unsigned int mask = POLLERR | POLLHUP;
+
+	if (w->events & IO_IN)
+		mask |= POLLIN | POLLRDHUP;
+	if (w->events & IO_OUT)
+		mask |= POLLOUT;
+	sqe = get_sqe(b);
+	if (!sqe)
+		return EBUSY;
+	io_uring_prep_poll_add(sqe, w->fd, mask);
+	io_uring_sqe_set_data64(sqe, user_data(b, w));
+	w->armed = 1;
+	return 0;
+}
+
+static void disarm(struct uring_backend *b, struct io_watch *w)
+{
+	struct io_uring_sqe *sqe;
+	uint64_t old = user_data(b, w);
+
+	b->slots[w->slot].gen++;
+	if (!w->armed)
+		return;
+	w->armed = 0;
+	sqe = get_sqe(b);
+	if (sqe) {
+		io_uring_prep_poll_remove(sqe, old);
+		/* The removal's own completion carries no watch. */
+		io_uring_sqe_set_data64(sqe, UINT64_MAX);
+	}
+}
+
+static int grow_slots(struct uring_backend *b)
+{
+	uint32_t n = b->nslots ? b->nslots * 2 : 64;
+	struct uring_slot *slots = realloc(b->slots, n * sizeof(*slots));
+	uint32_t *free_slots;
+
+	if (!slots)
+		return ENOMEM;
+	b->slots = slots;
+	free_slots = realloc(b->free_slots, n * sizeof(*free_slots));
+	if (!free_slots)
+		return ENOMEM;
+	b->free_slots = free_slots;
+	memset(&slots[b->nslots], 0, (n - b->nslots) * sizeof(*slots));
+	for (uint32_t i = n; i > b->nslots; i--)
+		b->free_slots[b->nfree++] = i - 1;
+	b->nslots = n;
+	return 0;
+}
+
+static int uring_add(struct io_backend *base, struct io_watch *w)
+{
+	struct uring_backend *b = to_uring(base);
+	int ret;
+
+	if (!b->nfree && (ret = grow_slots(b)))
+		return ret;
+	w->slot = b->free_slots[--b->nfree];
+	b->slots[w->slot].w = w;
+	w->armed = 0;
+	return arm(b, w);
+}
+
+static int uring_update(struct io_backend *base, struct io_watch *w)
+{
+	struct uring_backend *b = to_uring(base);
+
+	disarm(b, w);
+	return arm(b, w);
+}
+
+static void uring_remove(struct io_backend *base, struct io_watch *w)
+{
+	struct uring_backend *b = to_uring(base);
+
+	disarm(b, w);
+	b->slots[w->slot].w = NULL;
+	b->free_slots[b->nfree++] = w->slot;
+}
+
+static int uring_wait(struct io_backend *base, int timeout_ms)
+{
+	struct uring_backend *b = to_uring(base);
+	struct __kernel_timespec ts = {
+		.tv_sec = timeout_ms / 1000, .tv_nsec = (long long)(timeout_ms % 1000) * 1000000,
+	};
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	ret = io_uring_submit_and_wait_timeout(&b->ring, &cqe, 1, timeout_ms < 0 ? NULL : &ts,
+					       NULL);
+	if (ret < 0 && ret != -ETIME && ret != -EINTR)
+		return -ret;
+	while (io_uring_peek_cqe(&b->ring, &cqe) == 0) {
+		uint64_t data = io_uring_cqe_get_data64(cqe);
+		int res = cqe->res;
+		uint32_t slot = (uint32_t)data, revents = 0;
+		struct io_watch *w;
+
+		io_uring_cqe_seen(&b->ring, cqe);
+		if (data == UINT64_MAX || slot >= b->nslots || b->slots[slot].gen != data >> 32)
+			continue;
+		w = b->slots[slot].w;
+		if (!w)
+			continue;
+		w->armed = 0;
+		if (res < 0) {
+			revents = IO_ERR | IO_IN;
+		} else {
+			if (res & (POLLIN | POLLRDHUP | POLLHUP))
+				revents |= IO_IN;
+			if (res & POLLOUT)
+				revents |= IO_OUT;
+			if (res & POLLERR)
+				revents |= IO_ERR | IO_IN;
+		}
+		w->ready(w, revents);
+		/* Still watched and not re-armed by ready() itself: watch it again. */
+		if (b->slots[slot].w == w && !w->armed)
+			arm(b, w);
+	}
+	return 0;
+}
+
+const struct io_backend_ops io_uring_backend = {
+	.name = "io_uring",
+	.create = uring_create,
+	.destroy = uring_destroy,
+	.add = uring_add,
+	.update = uring_update,
+	.remove = uring_remove,
+	.wait = uring_wait,
+};

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Queue pairs: creation and the QPN, modify (validated by qp_state.c before anything
+ * changes), the queues, completions, the error state and its flushes, async events.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu/internal.h"
+#include "emu/limits.h"
+#include "kernel-abi/comp_channel.h"
+
+static int check_cap(const struct ibv_qp_cap *cap)
+{
+	if (cap->max_send_wr > EMU_MAX_QP_WR || cap->max_recv_wr > EMU_MAX_QP_WR ||
+	    cap->max_send_sge > EMU_MAX_SGE || cap->max_recv_sge > EMU_MAX_SGE ||
+	    cap->max_inline_data > EMU_MAX_INLINE_DATA)
+		return EINVAL;
+	return 0;
+}
+
+static void free_queues(struct emu_qp *qp)
+{
+	if (qp->sq)
+		for (uint32_t i = 0; i < qp->cap.max_send_wr; i++) {
+			free(qp->sq[i].sge);
+			free(qp->sq[i].inline_buf);
+		}
+	if (qp->rq)
+		for (uint32_t i = 0; i < qp->cap.max_recv_wr; i++)
+			free(qp->rq[i].sge);
+	free(qp->sq);
+	free(qp->rq);
+}
+
+static int alloc_queues(struct emu_qp *qp)
+{
+	/* At least one SGE per WQE: a WR with one SGE is always valid to post. */
+	uint32_t ssge = qp->cap.max_send_sge ? qp->cap.max_send_sge : 1;
+	uint32_t rsge = qp->cap.max_recv_sge ? qp->cap.max_recv_sge : 1;
+
+	qp->sq = calloc(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1, sizeof(*qp->sq));
+	qp->rq = calloc(qp->cap.max_recv_wr ? qp->cap.max_recv_wr : 1, sizeof(*qp->rq));
+	if (!qp->sq || !qp->rq)
+		return ENOMEM;
+	for (uint32_t i = 0; i < qp->cap.max_send_wr; i++) {
+		qp->sq[i].sge = calloc(ssge, sizeof(struct ibv_sge));
+		qp->sq[i].inline_buf = malloc(qp->cap.max_inline_data ? qp->cap.max_inline_data : 1);
+		if (!qp->sq[i].sge || !qp->sq[i].inline_buf)
+			return ENOMEM;
+	}
+	for (uint32_t i = 0; i < qp->cap.max_recv_wr; i++) {
+		qp->rq[i].sge = calloc(rsge, sizeof(struct ibv_sge));
+		if (!qp->rq[i].sge)
+			return ENOMEM;
+	}
+	return 0;
+}
+
+int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp **out)
+{
+	struct emu_qp *qp;
+	int ret;
+
+	if (init->type != IBV_QPT_RC)
+		return EOPNOTSUPP;	/* UC and UD are not built yet */
+	if (!init->send_cq || !init->recv_cq)
+		return EINVAL;
+	ret = check_cap(&init->cap);
+	if (ret)
+		return ret;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return ENOMEM;
+	qp->engine = e;
+	pthread_mutex_init(&qp->lock, NULL);
+	qp->type = init->type;
+	qp->state = IBV_QPS_RESET;
+	qp->handle = init->handle;
+	qp->async_fd = init->async_fd;
+	qp->pd_handle = init->pd_handle;
+	qp->send_cq = init->send_cq;
+	qp->recv_cq = init->recv_cq;
+	qp->sq_sig_all = init->sq_sig_all;
+	qp->cap = init->cap;
+	ret = alloc_queues(qp);
+	if (!ret)
+		ret = engine_register_qp(e, qp);
+	if (ret) {
+		free_queues(qp);
+		pthread_mutex_destroy(&qp->lock);
+		free(qp);
+		return ret;
+	}
+	*out = qp;
+	return 0;
+}
+
+static void close_streams(struct emu_qp *qp)
+{
+	if (qp->req_conn)
+		conn_close(qp->req_conn);
+	if (qp->resp_conn)
+		conn_close(qp->resp_conn);
+}
+
+static void destroy_on_engine(void *arg)
+{
+	struct emu_qp *qp = arg;
+
+	engine_unregister_qp(qp->engine, qp);
+	pthread_mutex_lock(&qp->lock);
+	close_streams(qp);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+int emu_qp_destroy(struct emu_qp *qp)
+{
+	/* On the engine thread nothing of this QP can be running while it goes. */
+	engine_call_sync(qp->engine, destroy_on_engine, qp);
+	free_queues(qp);
+	pthread_mutex_destroy(&qp->lock);
+	free(qp);
+	return 0;
+}
+
+uint32_t emu_qp_num(const struct emu_qp *qp)
+{
+	return qp->qpn;
+}
+
+enum ibv_qp_state emu_qp_state(struct emu_qp *qp)
+{
+	enum ibv_qp_state s;
+
+	pthread_mutex_lock(&qp->lock);
+	s = qp->state;
+	pthread_mutex_unlock(&qp->lock);
+	return s;
+}
+
+void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event)
+{
+	struct uverbs_async_event ev = { .element = qp->handle, .event_type = event };
+
+	if (qp->async_fd >= 0 && write(qp->async_fd, &ev, sizeof(ev)) != sizeof(ev)) {
+		/* The application is not reading its async events: they are lost, as on a full
+		 * kernel event queue. */
+	}
+}
+
+void qp_complete_send(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status)
+{
+	struct ibv_wc wc = {
+		.wr_id = wqe->wr.wr_id,
+		.status = status,
+		.opcode = requester_wc_opcode(wqe->wr.opcode),
+		.byte_len = (uint32_t)wqe->length,
+		.qp_num = qp->qpn,
+	};
+
+	if (status == IBV_WC_SUCCESS && !wqe->signaled)
+		return;
+	if (!emu_cq_push(qp->send_cq, &wc, false) && qp->state != IBV_QPS_ERR)
+		qp_error(qp, IBV_EVENT_QP_FATAL);
+}
+
+void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
+		      enum ibv_wc_opcode op, uint32_t byte_len, uint32_t imm, bool with_imm,
+		      bool solicited)
+{
+	struct ibv_wc wc = {
+		.wr_id = rwqe->wr_id,
+		.status = st,
+		.opcode = op,
+		.byte_len = byte_len,
+		.qp_num = qp->qpn,
+		.src_qp = qp->attr.dest_qp_num,
+		.wc_flags = with_imm ? IBV_WC_WITH_IMM : 0,
+		.imm_data = imm,
+	};
+
+	if (!emu_cq_push(qp->recv_cq, &wc, solicited) && qp->state != IBV_QPS_ERR)
+		qp_error(qp, IBV_EVENT_QP_FATAL);
+}
+
+static void flush_queues(struct emu_qp *qp)
+{
+	while (qp->sq_tail != qp->sq_head) {
+		struct send_wqe *wqe = &qp->sq[qp->sq_tail % qp->cap.max_send_wr];
+
+		qp->sq_tail++;
+		/* Flushed work always completes, signaled or not (IBTA C10-?): it failed. */
+		qp_complete_send(qp, wqe, IBV_WC_WR_FLUSH_ERR);
+	}
+	qp->sq_next = qp->sq_head;
+	qp->rd_atomic_out = 0;
+	if (qp->have_cur_recv) {
+		qp->have_cur_recv = false;
+		qp_complete_recv(qp, &qp->cur_recv, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, false,
+				 false);
+	}
+	while (qp->rq_tail != qp->rq_head) {
+		struct recv_wqe *r = &qp->rq[qp->rq_tail % qp->cap.max_recv_wr];
+
+		qp->rq_tail++;
+		qp_complete_recv(qp, r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, false, false);
+	}
+}
+
+void qp_error(struct emu_qp *qp, enum ibv_event_type event)
+{
+	bool was_error = qp->state == IBV_QPS_ERR;
+
+	qp->state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	qp->timer_ns = 0;
+	if (!was_error && event != (enum ibv_event_type)-1)
+		qp_raise_event(qp, event);
+	flush_queues(qp);
+}
+
+void qp_arm_timer(struct emu_qp *qp, int kind, uint64_t delay_ns)
+{
+	qp->timer_kind = kind;
+	qp->timer_ns = engine_now_ns() + (delay_ns ? delay_ns : 1);
+	engine_timer_changed(qp->engine, qp->timer_ns);
+}
+
+void qp_conn_lost(struct emu_qp *qp, struct conn *c)
+{
+	if (c != qp->req_conn)
+		return;
+	/* Whatever was in flight is sent again on a new stream; PSNs stay, so the
+	 * responder recognises what it already executed. */
+	qp->sq_next = qp->sq_tail;
+	qp->rd_atomic_out = 0;
+	for (uint32_t i = qp->sq_tail; i != qp->sq_head; i++)
+		qp->sq[i % qp->cap.max_send_wr].sent = false;
+	if (qp->sq_tail != qp->sq_head && qp->state == IBV_QPS_RTS && !qp->timer_ns)
+		qp_arm_timer(qp, TIMER_CONNECT, qp_timeout_to_ns(qp->attr.timeout));
+}
+
+/* The peer's address: the AV's destination GID, and the port its QPN encodes. */
+static void gid_to_sockaddr(const uint8_t gid[16], uint16_t port, struct sockaddr_in6 *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin6_family = AF_INET6;
+	memcpy(&sa->sin6_addr, gid, 16);
+	sa->sin6_port = htons(port);
+}
+
+static void apply_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int mask,
+			const uint8_t sgid[16])
+{
+	struct ibv_qp_attr *a = &qp->attr;
+
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		a->qp_access_flags = attr->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		a->pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_PORT)
+		a->port_num = attr->port_num;
+	if (mask & IBV_QP_AV) {
+		a->ah_attr = attr->ah_attr;
+		gid_to_sockaddr(sgid, 0, &qp->local_addr);
+	}
+	if (mask & IBV_QP_PATH_MTU)
+		a->path_mtu = attr->path_mtu;
+	if (mask & IBV_QP_DEST_QPN)
+		a->dest_qp_num = attr->dest_qp_num & QP_QPN_MASK;
+	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN))
+		gid_to_sockaddr(a->ah_attr.grh.dgid.raw, (uint16_t)(a->dest_qp_num >> 8),
+				&qp->peer_addr);
+	if (mask & IBV_QP_RQ_PSN) {
+		a->rq_psn = attr->rq_psn & QP_PSN_MASK;
+		qp->epsn = a->rq_psn;
+	}
+	if (mask & IBV_QP_SQ_PSN) {
+		a->sq_psn = attr->sq_psn & QP_PSN_MASK;
+		qp->next_psn = a->sq_psn;
+	}
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		a->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IBV_QP_TIMEOUT)
+		a->timeout = attr->timeout;
+	if (mask & IBV_QP_RETRY_CNT) {
+		a->retry_cnt = attr->retry_cnt;
+		qp->retries_left = attr->retry_cnt;
+	}
+	if (mask & IBV_QP_RNR_RETRY) {
+		a->rnr_retry = attr->rnr_retry;
+		qp->rnr_retries_left = attr->rnr_retry;
+	}
+	if (mask & IBV_QP_SQ_PSN)
+		a->sq_psn = attr->sq_psn & QP_PSN_MASK;
+}
+
+static void reset_qp(struct emu_qp *qp)
+{
+	qp->sq_head = qp->sq_next = qp->sq_tail = 0;
+	qp->rq_head = qp->rq_tail = 0;
+	qp->rd_atomic_out = 0;
+	qp->have_cur_recv = false;
+	qp->rnr_dropping = false;
+	qp->last_atomic.valid = false;
+	qp->timer_ns = 0;
+	qp->msn = 0;
+	memset(&qp->attr, 0, sizeof(qp->attr));
+}
+
+struct transition_call {
+	struct emu_qp *qp;
+	enum ibv_qp_state next;
+};
+
+/* The parts of a transition that touch streams, which only the engine thread may. */
+static void transition_on_engine(void *arg)
+{
+	struct transition_call *t = arg;
+	struct emu_qp *qp = t->qp;
+
+	pthread_mutex_lock(&qp->lock);
+	switch (t->next) {
+	case IBV_QPS_RESET:
+		close_streams(qp);
+		break;
+	case IBV_QPS_RTR:
+		conn_bind_pending(qp);
+		break;
+	case IBV_QPS_RTS:
+		conn_bind_pending(qp);
+		if (!qp->req_conn && qp->state == IBV_QPS_RTS)
+			qp->req_conn = conn_connect(qp);
+		requester_progress(qp);
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&qp->lock);
+}
+
+int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int attr_mask,
+		  const struct qp_attr_limits *lim, const uint8_t sgid[16])
+{
+	struct transition_call t = { .qp = qp };
+	enum ibv_qp_state cur, next;
+	int ret;
+
+	pthread_mutex_lock(&qp->lock);
+	cur = (attr_mask & IBV_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	next = (attr_mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	ret = qp_check_attr_values(attr, attr_mask, lim);
+	if (!ret)
+		ret = qp_modify_is_allowed(cur, next, qp->type, attr_mask);
+	if (ret) {
+		pthread_mutex_unlock(&qp->lock);
+		return ret;
+	}
+	if (next == IBV_QPS_RESET) {
+		reset_qp(qp);
+	} else {
+		apply_attrs(qp, attr, attr_mask, sgid);
+	}
+	qp->attr_mask_seen |= attr_mask;
+	if (next == IBV_QPS_ERR) {
+		qp_error(qp, (enum ibv_event_type)-1);	/* asked for: no async event */
+	} else {
+		qp->state = next;
+		qp->attr.qp_state = next;
+	}
+	t.next = next;
+	pthread_mutex_unlock(&qp->lock);
+	if (next != cur || next == IBV_QPS_RESET)
+		engine_call_sync(qp->engine, transition_on_engine, &t);
+	return 0;
+}
+
+int emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init)
+{
+	pthread_mutex_lock(&qp->lock);
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->cap = qp->cap;
+	attr->sq_draining = 0;
+	attr->path_mig_state = IBV_MIG_MIGRATED;
+	memset(init, 0, sizeof(*init));
+	init->qp_type = qp->type;
+	init->cap = qp->cap;
+	init->sq_sig_all = qp->sq_sig_all;
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
+}
+
+int emu_qp_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	for (; wr; wr = wr->next) {
+		struct recv_wqe *r;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
+			ret = EINVAL;
+			break;
+		}
+		if (qp->rq_head - qp->rq_tail >= qp->cap.max_recv_wr) {
+			ret = ENOMEM;
+			break;
+		}
+		r = &qp->rq[qp->rq_head % qp->cap.max_recv_wr];
+		r->wr_id = wr->wr_id;
+		r->num_sge = wr->num_sge;
+		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*r->sge));
+		qp->rq_head++;
+		if (qp->state == IBV_QPS_ERR) {
+			qp->rq_tail++;
+			qp_complete_recv(qp, r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, false,
+					 false);
+		}
+	}
+	if (ret)
+		*bad_wr = wr;
+	pthread_mutex_unlock(&qp->lock);
+	return ret;
+}

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The requester: validates and queues send work requests, and turns them into request
+ * frames. It runs in the posting thread (no hop to the engine on the fast path) and in the
+ * engine thread when responses free credits or timers fire.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "emu/internal.h"
+#include "emu/limits.h"
+
+struct wr_kind {
+	uint8_t wire_op;
+	enum ibv_wc_opcode wc_op;
+	bool read_atomic;
+	bool has_payload;
+};
+
+static const struct wr_kind wr_kinds[] = {
+	[IBV_WR_SEND] = { OP_RC_SEND_ONLY, IBV_WC_SEND, false, true },
+	[IBV_WR_SEND_WITH_IMM] = { OP_RC_SEND_ONLY_IMM, IBV_WC_SEND, false, true },
+	[IBV_WR_RDMA_WRITE] = { OP_RC_WRITE_ONLY, IBV_WC_RDMA_WRITE, false, true },
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = { OP_RC_WRITE_ONLY_IMM, IBV_WC_RDMA_WRITE, false, true },
+	[IBV_WR_RDMA_READ] = { OP_RC_READ_REQUEST, IBV_WC_RDMA_READ, true, false },
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = { OP_RC_CMP_SWAP, IBV_WC_COMP_SWAP, true, false },
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { OP_RC_FETCH_ADD, IBV_WC_FETCH_ADD, true, false },
+};
+
+static const struct wr_kind *wr_kind(enum ibv_wr_opcode op)
+{
+	if ((unsigned int)op >= sizeof(wr_kinds) / sizeof(wr_kinds[0]) || !wr_kinds[op].wire_op)
+		return NULL;
+	return &wr_kinds[op];
+}
+
+enum ibv_wc_opcode requester_wc_opcode(enum ibv_wr_opcode op)
+{
+	const struct wr_kind *k = wr_kind(op);
+
+	return k ? k->wc_op : IBV_WC_SEND;
+}
+
+static int validate_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *length)
+{
+	const struct wr_kind *k = wr_kind(wr->opcode);
+
+	if (!k || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+		return EINVAL;
+	*length = sge_total_length(wr->sg_list, wr->num_sge);
+	if (*length > EMU_MAX_MSG_SIZE)
+		return EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		if (!k->has_payload || *length > qp->cap.max_inline_data)
+			return EINVAL;
+	}
+	if (k->read_atomic && k->wc_op != IBV_WC_RDMA_READ &&
+	    (wr->num_sge != 1 || *length != sizeof(uint64_t)))
+		return EINVAL;
+	return 0;
+}
+
+static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t length)
+{
+	struct send_wqe *wqe = &qp->sq[qp->sq_head % qp->cap.max_send_wr];
+
+	wqe->wr = *wr;
+	wqe->wr.next = NULL;
+	wqe->wr.sg_list = wqe->sge;
+	memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint8_t *p = wqe->inline_buf;
+
+		/* Inline data is taken now: the caller may reuse its buffer at once. */
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(p, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			p += wr->sg_list[i].length;
+		}
+	}
+	wqe->length = length;
+	wqe->psn = qp->next_psn;
+	qp->next_psn = (qp->next_psn + 1) & BTH_PSN_MASK;
+	wqe->sent = false;
+	wqe->done = false;
+	wqe->status = IBV_WC_SUCCESS;
+	wqe->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	qp->sq_head++;
+}
+
+int emu_qp_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	for (; wr; wr = wr->next) {
+		uint64_t length;
+
+		/* As rxe: a send queue is only open from RTS on (and in ERR, to be flushed). */
+		if (qp->state < IBV_QPS_RTS) {
+			ret = EINVAL;
+			break;
+		}
+		ret = validate_wr(qp, wr, &length);
+		if (ret)
+			break;
+		if (qp->sq_head - qp->sq_tail >= qp->cap.max_send_wr) {
+			ret = ENOMEM;
+			break;
+		}
+		queue_wr(qp, wr, length);
+		if (qp->state == IBV_QPS_ERR)
+			qp_error(qp, (enum ibv_event_type)-1);
+	}
+	if (ret)
+		*bad_wr = wr;
+	requester_progress(qp);
+	pthread_mutex_unlock(&qp->lock);
+	return ret;
+}
+
+void requester_rewind(struct emu_qp *qp, uint32_t psn)
+{
+	uint32_t i = qp->sq_tail;
+
+	while (i != qp->sq_next && qp->sq[i % qp->cap.max_send_wr].psn != psn)
+		i++;
+	qp->sq_next = i;
+	qp->rd_atomic_out = 0;
+	for (uint32_t j = qp->sq_tail; j != qp->sq_head; j++) {
+		struct send_wqe *w = &qp->sq[j % qp->cap.max_send_wr];
+
+		if (j - qp->sq_tail >= i - qp->sq_tail)
+			w->sent = false;
+		else if (w->sent && !w->done && wr_kind(w->wr.opcode)->read_atomic)
+			qp->rd_atomic_out++;
+	}
+}
+
+/* A local error on wqe: it completes in error once everything before it has completed. */
+static void fail_wqe(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status)
+{
+	wqe->status = status;
+	wqe->done = true;
+	wqe->sent = true;
+	qp->sq_next++;
+	completer_advance(qp);
+}
+
+/* Payload iovecs of wqe, each held by a reference until sent; false on a bad lkey. */
+static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct iovec *iov, int *niov,
+			   struct mem_region **refs, enum ibv_wc_status *status)
+{
+	*niov = 0;
+	if (wqe->wr.send_flags & IBV_SEND_INLINE) {
+		if (wqe->length) {
+			iov[0].iov_base = wqe->inline_buf;
+			iov[0].iov_len = wqe->length;
+			refs[0] = NULL;
+			*niov = 1;
+		}
+		return true;
+	}
+	for (int i = 0; i < wqe->wr.num_sge; i++) {
+		const struct ibv_sge *sge = &wqe->sge[i];
+		enum mem_access_result r;
+		void *host;
+
+		if (!sge->length)
+			continue;
+		r = mr_check_local_access(the_mem_table(), sge->lkey, qp->pd_handle, 0, sge->addr,
+					  sge->length, &refs[*niov], &host);
+		if (r != MEM_ACCESS_OK) {
+			while (*niov)
+				if (refs[--*niov])
+					mr_put(refs[*niov]);
+			*status = mem_access_local_wc_status(r);
+			return false;
+		}
+		iov[*niov].iov_base = host;
+		iov[*niov].iov_len = sge->length;
+		(*niov)++;
+	}
+	return true;
+}
+
+static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct wire_packet *pkt)
+{
+	const struct ibv_send_wr *wr = &wqe->wr;
+
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->opcode = wr_kind(wr->opcode)->wire_op;
+	pkt->qpn = qp->attr.dest_qp_num;
+	pkt->psn = wqe->psn;
+	pkt->ack_req = true;
+	pkt->solicited = wr->send_flags & IBV_SEND_SOLICITED;
+	pkt->imm = wr->imm_data;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		pkt->va = wr->wr.rdma.remote_addr;
+		pkt->rkey = wr->wr.rdma.rkey;
+		pkt->dma_len = (uint32_t)wqe->length;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		pkt->va = wr->wr.atomic.remote_addr;
+		pkt->rkey = wr->wr.atomic.rkey;
+		pkt->swap_add = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap :
+									    wr->wr.atomic.compare_add;
+		pkt->compare = wr->wr.atomic.compare_add;
+		break;
+	default:
+		break;
+	}
+	if (wr_kind(wr->opcode)->has_payload)
+		pkt->payload_len = wqe->length;
+}
+
+struct connect_call {
+	struct engine_call call;
+	struct emu_qp *qp;
+};
+
+static void connect_on_engine(void *arg)
+{
+	struct emu_qp *qp = arg;
+
+	pthread_mutex_lock(&qp->lock);
+	qp->connect_pending = false;
+	if (!qp->req_conn && qp->state == IBV_QPS_RTS)
+		qp->req_conn = conn_connect(qp);
+	requester_progress(qp);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+void requester_progress(struct emu_qp *qp)
+{
+	if (qp->state != IBV_QPS_RTS || qp->sq_next == qp->sq_head)
+		return;
+	if (!qp->req_conn) {
+		if (qp->timer_ns && qp->timer_kind == TIMER_CONNECT)
+			return;	/* the retry timer reconnects */
+		if (engine_on_thread(qp->engine)) {
+			qp->req_conn = conn_connect(qp);
+			if (!qp->req_conn)
+				return;
+		} else {
+			if (!qp->connect_pending) {
+				qp->connect_pending = true;
+				qp->connect_call.fn = connect_on_engine;
+				qp->connect_call.arg = qp;
+				engine_call_async(qp->engine, &qp->connect_call);
+			}
+			return;
+		}
+	}
+	while (qp->sq_next != qp->sq_head) {
+		struct send_wqe *wqe = &qp->sq[qp->sq_next % qp->cap.max_send_wr];
+		const struct wr_kind *k = wr_kind(wqe->wr.opcode);
+		struct mem_region *refs[EMU_MAX_SGE];
+		struct iovec iov[EMU_MAX_SGE];
+		uint8_t hdr[4 + WIRE_MAX_HDR];
+		struct wire_packet pkt;
+		enum ibv_wc_status status;
+		unsigned int hdr_len;
+		int niov = 0, ret;
+
+		if (k->read_atomic && qp->rd_atomic_out >= qp->attr.max_rd_atomic)
+			break;	/* IBTA: no more outstanding READ/atomics than max_rd_atomic */
+		if (k->has_payload && !gather_payload(qp, wqe, iov, &niov, refs, &status)) {
+			fail_wqe(qp, wqe, status);
+			return;
+		}
+		build_request(qp, wqe, &pkt);
+		hdr_len = wire_build(hdr, &pkt);
+		ret = conn_send_frame(qp->req_conn, hdr, hdr_len, iov, niov);
+		for (int i = 0; i < niov; i++)
+			if (refs[i])
+				mr_put(refs[i]);
+		if (ret)
+			return;	/* the stream broke: its loss resends from the oldest WQE */
+		wqe->sent = true;
+		qp->sq_next++;
+		if (k->read_atomic)
+			qp->rd_atomic_out++;
+		if (!qp->timer_ns && qp->attr.timeout)
+			qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
+	}
+}

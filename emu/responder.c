@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The responder: requests arriving on the stream the peer opened. Every WRITE, READ and
+ * atomic goes through mr_check_remote_access() (emu/mr.c), the one place that decides what
+ * a peer may touch; SENDs land in posted receives through mr_check_local_access().
+ * Outcomes, NAKs and events are those of docs/semantics.md.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "emu/internal.h"
+
+/* What the current request came to; kept between begin and end in the QP. */
+enum resp_verdict {
+	RESP_EXECUTE,		/* checks passed */
+	RESP_DROP,		/* silently: QP not ready, RNR recovery, or a duplicate re-ACKed */
+	RESP_DUPLICATE,		/* already executed: answer again, do not execute */
+	RESP_RNR,		/* no receive posted */
+	RESP_NAK,		/* refused: nak_code, event */
+};
+
+static bool accepts_requests(const struct emu_qp *qp)
+{
+	return qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD ||
+	       qp->state == IBV_QPS_SQE;
+}
+
+static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint32_t psn)
+{
+	struct wire_packet pkt = {
+		.opcode = OP_RC_ACK,
+		.qpn = qp->attr.dest_qp_num,
+		.psn = psn,
+		.syndrome = syndrome,
+		.msn = qp->msn,
+	};
+	uint8_t hdr[4 + WIRE_MAX_HDR];
+	unsigned int len = wire_build(hdr, &pkt);
+
+	conn_send_frame(c, hdr, len, NULL, 0);
+}
+
+static uint8_t nak_for(enum mem_access_result r)
+{
+	return mem_access_remote_wc_status(r) == IBV_WC_REM_INV_REQ_ERR ? NAK_INVALID_REQUEST :
+									    NAK_REMOTE_ACCESS;
+}
+
+static int needed_right(uint8_t opcode)
+{
+	switch (opcode) {
+	case OP_RC_WRITE_ONLY:
+	case OP_RC_WRITE_ONLY_IMM:
+		return IBV_ACCESS_REMOTE_WRITE;
+	case OP_RC_READ_REQUEST:
+		return IBV_ACCESS_REMOTE_READ;
+	case OP_RC_CMP_SWAP:
+	case OP_RC_FETCH_ADD:
+		return IBV_ACCESS_REMOTE_ATOMIC;
+	default:
+		return 0;
+	}
+}
+
+/* Runs the one access check for the request's remote range. */
+static enum mem_access_result check_remote(struct emu_qp *qp, const struct wire_packet *pkt)
+{
+	struct mem_region *ref;
+	uint64_t len = needed_right(pkt->opcode) == IBV_ACCESS_REMOTE_ATOMIC ? 8 : pkt->dma_len;
+	enum mem_access_result r;
+	void *host;
+
+	r = mr_check_remote_access(the_mem_table(), pkt->rkey, qp->pd_handle,
+				   qp->attr.qp_access_flags, needed_right(pkt->opcode), pkt->va, len,
+				   &ref, &host);
+	if (r == MEM_ACCESS_OK && ref)
+		mr_put(ref);
+	return r;
+}
+
+static void refuse(struct emu_qp *qp, uint8_t nak_code, enum mem_access_result why)
+{
+	qp->verdict = RESP_NAK;
+	qp->nak_code = nak_code;
+	qp->refusal = why;
+}
+
+void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		     struct rx_sink *sink)
+{
+	uint32_t flags = wire_opcodes[pkt->opcode].flags;
+	enum mem_access_result r;
+
+	(void)c;
+	sink->kind = SINK_DISCARD;
+	qp->verdict = RESP_DROP;
+	if (!accepts_requests(qp))
+		return;
+	if (qp->rnr_dropping) {
+		if (pkt->psn != qp->epsn)
+			return;
+		qp->rnr_dropping = false;
+	}
+	if (pkt->psn != qp->epsn) {
+		/* Older: a request resent after the stream was lost. Newer cannot happen on
+		 * an ordered stream, and is dropped like a packet out of sequence. */
+		if (psn_le(pkt->psn, (qp->epsn - 1) & BTH_PSN_MASK))
+			qp->verdict = RESP_DUPLICATE;
+		return;
+	}
+	if (needed_right(pkt->opcode)) {
+		r = check_remote(qp, pkt);
+		if (r == MEM_ACCESS_QP_NO_RIGHT) {
+			/* Checked before a receive is taken, as rxe's check_op_valid(). */
+			refuse(qp, NAK_INVALID_REQUEST, r);
+			return;
+		}
+	} else {
+		r = MEM_ACCESS_OK;
+	}
+	if ((pkt->opcode == OP_RC_WRITE_ONLY || pkt->opcode == OP_RC_WRITE_ONLY_IMM) &&
+	    pkt->payload_len != pkt->dma_len) {
+		refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
+		return;
+	}
+	if (flags & OPF_RECV_WQE) {
+		if (qp->rq_tail == qp->rq_head) {
+			qp->verdict = RESP_RNR;
+			return;
+		}
+		qp->cur_recv = qp->rq[qp->rq_tail % qp->cap.max_recv_wr];
+		qp->rq_tail++;
+		qp->have_cur_recv = true;
+	}
+	if (r != MEM_ACCESS_OK) {
+		refuse(qp, nak_for(r), r);
+		return;
+	}
+	qp->verdict = RESP_EXECUTE;
+	if (pkt->opcode == OP_RC_WRITE_ONLY || pkt->opcode == OP_RC_WRITE_ONLY_IMM) {
+		sink->kind = SINK_REMOTE;
+		sink->pd_handle = qp->pd_handle;
+		sink->qp_access = qp->attr.qp_access_flags;
+		sink->needed = IBV_ACCESS_REMOTE_WRITE;
+		sink->rkey = pkt->rkey;
+		sink->va = pkt->va;
+	} else if (pkt->opcode != OP_RC_WRITE_ONLY_IMM && (flags & OPF_RECV_WQE)) {
+		if (pkt->payload_len > sge_total_length(qp->cur_recv.sge, qp->cur_recv.num_sge)) {
+			refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
+			qp->recv_status = IBV_WC_LOC_LEN_ERR;
+			return;
+		}
+		sink->kind = SINK_LOCAL;
+		sink->pd_handle = qp->pd_handle;
+		sink->needed = IBV_ACCESS_LOCAL_WRITE;
+		sink->sge = qp->cur_recv.sge;
+		sink->num_sge = qp->cur_recv.num_sge;
+	}
+}
+
+static void send_read_response(struct emu_qp *qp, struct conn *c, const struct wire_packet *req)
+{
+	struct wire_packet pkt = {
+		.opcode = OP_RC_READ_RESPONSE_ONLY,
+		.qpn = qp->attr.dest_qp_num,
+		.psn = req->psn,
+		.syndrome = AETH_ACK | AETH_ACK_NO_CREDIT,
+		.msn = qp->msn,
+		.payload_len = req->dma_len,
+	};
+	uint8_t hdr[4 + WIRE_MAX_HDR];
+	struct mem_region *ref = NULL;
+	struct iovec iov = { 0 };
+	enum mem_access_result r;
+	void *host = NULL;
+
+	/* Checked again: the region may have gone since the request arrived. */
+	r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle,
+				   qp->attr.qp_access_flags, IBV_ACCESS_REMOTE_READ, req->va,
+				   req->dma_len, &ref, &host);
+	if (r != MEM_ACCESS_OK) {
+		send_aeth(qp, c, AETH_NAK | nak_for(r), req->psn);
+		qp_error(qp, IBV_EVENT_QP_ACCESS_ERR);
+		return;
+	}
+	iov.iov_base = host;
+	iov.iov_len = req->dma_len;
+	conn_send_frame(c, hdr, wire_build(hdr, &pkt), &iov, req->dma_len ? 1 : 0);
+	if (ref)
+		mr_put(ref);
+}
+
+static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packet *req)
+{
+	struct wire_packet pkt = {
+		.opcode = OP_RC_ATOMIC_ACK,
+		.qpn = qp->attr.dest_qp_num,
+		.psn = req->psn,
+		.syndrome = AETH_ACK | AETH_ACK_NO_CREDIT,
+	};
+	uint8_t hdr[4 + WIRE_MAX_HDR];
+	struct mem_region *ref = NULL;
+	enum mem_access_result r;
+	uint64_t *word;
+	void *host;
+
+	if (qp->last_atomic.valid && qp->last_atomic.psn == req->psn) {
+		pkt.orig = qp->last_atomic.orig;	/* a resent atomic is answered, not redone */
+	} else {
+		r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle,
+					   qp->attr.qp_access_flags, IBV_ACCESS_REMOTE_ATOMIC,
+					   req->va, 8, &ref, &host);
+		if (r != MEM_ACCESS_OK) {
+			send_aeth(qp, c, AETH_NAK | nak_for(r), req->psn);
+			qp_error(qp, nak_for(r) == NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :
+								      IBV_EVENT_QP_REQ_ERR);
+			return;
+		}
+		word = host;
+		if (req->opcode == OP_RC_CMP_SWAP) {
+			uint64_t expected = req->compare;
+
+			__atomic_compare_exchange_n(word, &expected, req->swap_add, false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+			pkt.orig = expected;
+		} else {
+			pkt.orig = __atomic_fetch_add(word, req->swap_add, __ATOMIC_SEQ_CST);
+		}
+		mr_put(ref);
+		qp->last_atomic.psn = req->psn;
+		qp->last_atomic.orig = pkt.orig;
+		qp->last_atomic.valid = true;
+	}
+	pkt.msn = qp->msn;
+	conn_send_frame(c, hdr, wire_build(hdr, &pkt), NULL, 0);
+}
+
+static void complete_receive(struct emu_qp *qp, const struct wire_packet *pkt,
+			     enum ibv_wc_status st)
+{
+	bool imm = wire_opcodes[pkt->opcode].flags & HDR_IMMDT;
+	enum ibv_wc_opcode op = pkt->opcode == OP_RC_WRITE_ONLY_IMM ? IBV_WC_RECV_RDMA_WITH_IMM :
+								       IBV_WC_RECV;
+	uint32_t len = pkt->opcode == OP_RC_WRITE_ONLY_IMM ? pkt->dma_len :
+							     (uint32_t)pkt->payload_len;
+
+	if (!qp->have_cur_recv)
+		return;
+	qp->have_cur_recv = false;
+	qp_complete_recv(qp, &qp->cur_recv, st, op, st == IBV_WC_SUCCESS ? len : 0, pkt->imm, imm,
+			 pkt->solicited);
+}
+
+static void nak_and_fail(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt)
+{
+	enum ibv_event_type event = qp->nak_code == NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :
+					IBV_EVENT_QP_REQ_ERR;
+	enum ibv_wc_status recv_status = qp->recv_status;
+
+	send_aeth(qp, c, AETH_NAK | qp->nak_code, pkt->psn);
+	if (qp->have_cur_recv) {
+		/* The error belongs to this receive: it reports it, no async event (C9-222.1.1). */
+		if (recv_status == IBV_WC_SUCCESS)
+			recv_status = qp->refusal == MEM_ACCESS_OK ? IBV_WC_LOC_QP_OP_ERR :
+				      (qp->nak_code == NAK_REMOTE_ACCESS ? IBV_WC_LOC_ACCESS_ERR :
+				       mem_access_local_wc_status(qp->refusal));
+		complete_receive(qp, pkt, recv_status);
+		event = (enum ibv_event_type)-1;
+	}
+	qp->recv_status = IBV_WC_SUCCESS;
+	qp_error(qp, event);
+}
+
+void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		   struct rx_sink *sink)
+{
+	switch (qp->verdict) {
+	case RESP_DROP:
+		return;
+	case RESP_DUPLICATE:
+		if (pkt->opcode == OP_RC_READ_REQUEST)
+			send_read_response(qp, c, pkt);
+		else if (pkt->opcode == OP_RC_CMP_SWAP || pkt->opcode == OP_RC_FETCH_ADD)
+			do_atomic(qp, c, pkt);
+		else
+			send_aeth(qp, c, AETH_ACK | AETH_ACK_NO_CREDIT, pkt->psn);
+		return;
+	case RESP_RNR:
+		/* Drop everything after it until the requester resends this PSN. */
+		qp->rnr_dropping = true;
+		send_aeth(qp, c, AETH_RNR_NAK | (qp->attr.min_rnr_timer & AETH_VALUE_MASK),
+			  pkt->psn);
+		return;
+	case RESP_NAK:
+		nak_and_fail(qp, c, pkt);
+		return;
+	case RESP_EXECUTE:
+		break;
+	}
+	if (sink->failure != MEM_ACCESS_OK) {
+		if (sink->kind == SINK_REMOTE)
+			refuse(qp, NAK_REMOTE_ACCESS, sink->failure);
+		else
+			refuse(qp, NAK_REMOTE_OP, sink->failure);
+		if (sink->kind == SINK_LOCAL)
+			qp->recv_status = mem_access_local_wc_status(sink->failure);
+		nak_and_fail(qp, c, pkt);
+		return;
+	}
+	qp->epsn = (qp->epsn + 1) & BTH_PSN_MASK;
+	qp->msn = (qp->msn + 1) & 0xffffff;
+	switch (pkt->opcode) {
+	case OP_RC_READ_REQUEST:
+		send_read_response(qp, c, pkt);
+		return;
+	case OP_RC_CMP_SWAP:
+	case OP_RC_FETCH_ADD:
+		do_atomic(qp, c, pkt);
+		return;
+	default:
+		complete_receive(qp, pkt, IBV_WC_SUCCESS);
+		send_aeth(qp, c, AETH_ACK | AETH_ACK_NO_CREDIT, pkt->psn);
+		return;
+	}
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire format between two engines (docs/wire-protocol.md). A TCP stream starts with a
+ * hello from the side that connected; then frames follow, each a 32-bit length and one IBA
+ * packet: BTH, the extension headers its opcode calls for, payload. TCP already segments,
+ * orders and retransmits, so every message travels as one *_ONLY packet, whatever its size.
+ * All fields are big-endian, as on an IB wire.
+ */
+#ifndef SOFTRDMA_EMU_WIRE_H
+#define SOFTRDMA_EMU_WIRE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define WIRE_MAGIC	0x5352444du	/* "SRDM" */
+#define WIRE_VERSION	1
+
+struct wire_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t length;	/* sizeof(struct wire_hello): room to grow */
+	uint32_t src_qpn;	/* the connecting (requester) QP */
+	uint32_t dst_qpn;	/* the responder QP it asks for */
+	uint8_t src_gid[16];	/* the requester's GID (its sgid_index entry) */
+} __attribute__((packed));
+
+/* IBA Base Transport Header. */
+struct wire_bth {
+	uint8_t opcode;
+	uint8_t flags;		/* SE, MigReq, PadCnt, TVer */
+	uint16_t pkey;
+	uint32_t qpn;		/* 8 reserved bits, 24-bit destination QP */
+	uint32_t apsn;		/* AckReq bit, 7 reserved bits, 24-bit PSN */
+} __attribute__((packed));
+
+#define BTH_SE		0x80
+#define BTH_ACK_REQ	0x80000000u
+#define BTH_PSN_MASK	0x00ffffffu
+#define BTH_QPN_MASK	0x00ffffffu
+
+struct wire_reth {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t dma_len;
+} __attribute__((packed));
+
+struct wire_aeth {
+	uint32_t syndrome_msn;	/* 8-bit syndrome, 24-bit MSN */
+} __attribute__((packed));
+
+struct wire_atmeth {
+	uint64_t va;
+	uint32_t rkey;
+	uint64_t swap_add;
+	uint64_t compare;
+} __attribute__((packed));
+
+struct wire_atmack {
+	uint64_t orig;
+} __attribute__((packed));
+
+struct wire_immdt {
+	uint32_t imm;
+} __attribute__((packed));
+
+struct wire_ieth {
+	uint32_t rkey;
+} __attribute__((packed));
+
+/* AETH syndromes (IBTA 9.7.5.1). */
+#define AETH_ACK		0x00
+#define AETH_ACK_NO_CREDIT	0x1f	/* "invalid credit count": credits not used */
+#define AETH_RNR_NAK		0x20	/* | RNR timer code */
+#define AETH_NAK		0x60	/* | NAK code */
+#define AETH_TYPE_MASK		0xe0
+#define AETH_VALUE_MASK		0x1f
+
+enum aeth_nak_code {
+	NAK_PSN_SEQ_ERR = 0,
+	NAK_INVALID_REQUEST = 1,
+	NAK_REMOTE_ACCESS = 2,
+	NAK_REMOTE_OP = 3,
+};
+
+/* RC opcodes (IBTA table 38); only the ones we send or must recognise. */
+enum wire_opcode {
+	OP_RC_SEND_ONLY = 0x04,
+	OP_RC_SEND_ONLY_IMM = 0x05,
+	OP_RC_WRITE_ONLY = 0x0a,
+	OP_RC_WRITE_ONLY_IMM = 0x0b,
+	OP_RC_READ_REQUEST = 0x0c,
+	OP_RC_READ_RESPONSE_ONLY = 0x10,
+	OP_RC_ACK = 0x11,
+	OP_RC_ATOMIC_ACK = 0x12,
+	OP_RC_CMP_SWAP = 0x13,
+	OP_RC_FETCH_ADD = 0x14,
+	OP_RC_SEND_ONLY_INV = 0x17,
+};
+
+/* Which extension headers follow the BTH, and what the packet is. */
+enum {
+	HDR_RETH = 1 << 0,
+	HDR_AETH = 1 << 1,
+	HDR_ATMETH = 1 << 2,
+	HDR_ATMACK = 1 << 3,
+	HDR_IMMDT = 1 << 4,
+	HDR_IETH = 1 << 5,
+	OPF_REQUEST = 1 << 8,	/* requester -> responder */
+	OPF_RESPONSE = 1 << 9,	/* responder -> requester */
+	OPF_PAYLOAD = 1 << 10,	/* may carry payload */
+	OPF_RECV_WQE = 1 << 11,	/* consumes a receive WQE */
+	OPF_READ_ATOMIC = 1 << 12,	/* uses a max_rd_atomic credit */
+};
+
+struct wire_opcode_info {
+	const char *name;
+	uint32_t flags;
+	uint8_t hdr_len;	/* BTH and extension headers */
+	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt, off_ieth;
+};
+
+/* NULL name: not an opcode we accept. */
+extern const struct wire_opcode_info wire_opcodes[256];
+
+#define WIRE_MAX_HDR		64
+/* The length word counts BTH, headers and payload; a message is at most 2 GiB. */
+#define WIRE_MAX_FRAME		(WIRE_MAX_HDR + (1ull << 31))
+
+/* A parsed frame header, host byte order. */
+struct wire_packet {
+	uint8_t opcode;
+	bool solicited;
+	bool ack_req;
+	uint32_t qpn;
+	uint32_t psn;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t dma_len;
+	uint8_t syndrome;
+	uint32_t msn;
+	uint64_t swap_add, compare, orig;
+	uint32_t imm;		/* kept in network order, as ibv_wc.imm_data */
+	uint32_t inv_rkey;
+	uint64_t payload_len;
+};
+
+/* The header length a frame of this opcode needs, or 0 if the opcode is not accepted. */
+static inline unsigned int wire_header_len(uint8_t opcode)
+{
+	return wire_opcodes[opcode].name ? wire_opcodes[opcode].hdr_len : 0;
+}
+
+/* Parses BTH + extension headers of a frame whose length word said frame_len: 0 or EPROTO. */
+int wire_parse(const uint8_t *hdr, uint64_t frame_len, struct wire_packet *pkt);
+
+/* Writes length word + headers for pkt into buf; returns bytes written (<= 4 + WIRE_MAX_HDR). */
+unsigned int wire_build(uint8_t *buf, const struct wire_packet *pkt);
+
+#endif

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+/* Queue pairs: the provider side of emu/qp.c. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "softrdma.h"
+#include "emu/limits.h"
+#include "emu/qp.h"
+
+/* libibverbs' ibv_create_qp() fills in nothing: the QP is set up here, as the kernel would. */
+static void init_ibv_qp(struct ibv_qp *qp, struct ibv_context *context, struct ibv_pd *pd,
+			const struct ibv_qp_init_attr_ex *attr, uint32_t qpn)
+{
+	qp->context = context;
+	qp->qp_context = attr->qp_context;
+	qp->pd = pd;
+	qp->send_cq = attr->send_cq;
+	qp->recv_cq = attr->recv_cq;
+	qp->srq = attr->srq;
+	qp->handle = qpn;
+	qp->qp_num = qpn;
+	qp->state = IBV_QPS_RESET;
+	qp->qp_type = attr->qp_type;
+	qp->events_completed = 0;
+	pthread_mutex_init(&qp->mutex, NULL);
+	pthread_cond_init(&qp->cond, NULL);
+}
+
+static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	struct sr_context *ctx = to_sr_context(context);
+	struct emu_qp_init init = { 0 };
+	struct sr_qp *qp;
+	int ret;
+
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !attr->send_cq ||
+	    !attr->recv_cq) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->srq || (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
+					     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
+		errno = EOPNOTSUPP;	/* SRQ, XRC, RSS, TSO...: not built */
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	init.type = attr->qp_type;
+	init.pd_handle = attr->pd->handle;
+	init.send_cq = to_sr_cq(attr->send_cq)->cq;
+	init.recv_cq = to_sr_cq(attr->recv_cq)->cq;
+	init.cap = attr->cap;
+	init.sq_sig_all = attr->sq_sig_all;
+	init.handle = (uintptr_t)&qp->vqp.qp;
+	init.async_fd = ctx->async_notify_fd;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		ret = qp_ex_init(&qp->vqp.qp_ex, attr->send_ops_flags, attr->cap.max_inline_data,
+				 attr->cap.max_send_sge, sr_post_send);
+		if (ret)
+			goto err_free;
+		qp->extended = true;
+		/* ibv_qp_to_qp_ex() hands out qp_ex only with this bit. */
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	ret = emu_qp_create(ctx->engine, &init, &qp->qp);
+	if (ret)
+		goto err_ex;
+	attr->cap = init.cap;
+	init_ibv_qp(&qp->vqp.qp, context, attr->pd, attr, emu_qp_num(qp->qp));
+	return &qp->vqp.qp;
+
+err_ex:
+	if (qp->extended)
+		qp_ex_destroy(&qp->vqp.qp_ex);
+err_free:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex = {
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+	};
+	struct ibv_qp *qp = create_qp(pd->context, &ex);
+
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	return create_qp(context, attr);
+}
+
+int sr_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct sr_qp *qp = to_sr_qp(ibqp);
+
+	emu_qp_destroy(qp->qp);
+	if (qp->extended)
+		qp_ex_destroy(&qp->vqp.qp_ex);
+	pthread_cond_destroy(&ibqp->cond);
+	pthread_mutex_destroy(&ibqp->mutex);
+	free(qp);
+	return 0;
+}
+
+int sr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct sr_context *ctx = to_sr_context(ibqp->context);
+	const struct qp_attr_limits lim = {
+		.phys_port_cnt = EMU_NUM_PORTS,
+		.pkey_tbl_len = EMU_MAX_PKEYS,
+		.gid_tbl_len = (uint32_t)ctx->gid_count,
+		.max_mtu = EMU_PORT_MTU,
+		.max_qp_init_rd_atom = EMU_MAX_QP_RD_ATOM,
+		.max_qp_rd_atom = EMU_MAX_QP_RD_ATOM,
+		.grh_required = true,	/* RoCE: every address carries a GRH */
+		.alt_path_supported = false,
+	};
+	union ibv_gid sgid = { 0 };
+
+	if ((attr_mask & IBV_QP_AV) && attr->ah_attr.is_global &&
+	    attr->ah_attr.grh.sgid_index < (uint8_t)ctx->gid_count &&
+	    ibv_query_gid(ibqp->context, 1, attr->ah_attr.grh.sgid_index, &sgid))
+		return EINVAL;
+	return emu_qp_modify(to_sr_qp(ibqp)->qp, attr, attr_mask, &lim, sgid.raw);
+}
+
+int sr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ibv_qp_init_attr *init_attr)
+{
+	int ret;
+
+	(void)attr_mask;	/* everything is cheap to report */
+	ret = emu_qp_query(to_sr_qp(ibqp)->qp, attr, init_attr);
+	if (ret)
+		return ret;
+	init_attr->qp_context = ibqp->qp_context;
+	init_attr->send_cq = ibqp->send_cq;
+	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
+	return 0;
+}
+
+int sr_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	return emu_qp_post_send(to_sr_qp(qp)->qp, wr, bad_wr);
+}
+
+int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	return emu_qp_post_recv(to_sr_qp(qp)->qp, wr, bad_wr);
+}
