@@ -217,11 +217,11 @@ static void retry_or_fail(struct emu_qp *qp)
 		completer_advance(qp);
 		return;
 	}
-	qp->retries_left--;
+	if (qp->attr.timeout)
+		qp->retries_left--;	/* with timeout 0 the requester waits forever */
 	if (!qp->req_conn) {
 		qp->req_conn = conn_connect(qp);
-		if (qp->attr.timeout)
-			qp_arm_timer(qp, TIMER_CONNECT, qp_timeout_to_ns(qp->attr.timeout));
+		qp_arm_timer(qp, TIMER_CONNECT, qp_retry_interval_ns(qp));
 		requester_progress(qp);
 		return;
 	}

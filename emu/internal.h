@@ -219,6 +219,9 @@ void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_w
 		      bool solicited);
 void qp_arm_timer(struct emu_qp *qp, int kind, uint64_t delay_ns);	/* qp->lock held */
 void qp_conn_lost(struct emu_qp *qp, struct conn *c);	/* engine thread, qp->lock held */
+/* How long a requester waits before it reopens a lost stream. */
+uint64_t qp_retry_interval_ns(const struct emu_qp *qp);
+#define QP_RECONNECT_NS	100000000ull
 
 /* requester.c */
 void requester_progress(struct emu_qp *qp);	/* qp->lock held */

@@ -242,7 +242,13 @@ void qp_conn_lost(struct emu_qp *qp, struct conn *c)
 	for (uint32_t i = qp->sq_tail; i != qp->sq_head; i++)
 		qp->sq[i % qp->cap.max_send_wr].sent = false;
 	if (qp->sq_tail != qp->sq_head && qp->state == IBV_QPS_RTS && !qp->timer_ns)
-		qp_arm_timer(qp, TIMER_CONNECT, qp_timeout_to_ns(qp->attr.timeout));
+		qp_arm_timer(qp, TIMER_CONNECT, qp_retry_interval_ns(qp));
+}
+
+uint64_t qp_retry_interval_ns(const struct emu_qp *qp)
+{
+	/* timeout 0 waits forever for an answer, but a lost stream is still reopened. */
+	return qp->attr.timeout ? qp_timeout_to_ns(qp->attr.timeout) : QP_RECONNECT_NS;
 }
 
 /* The peer's address: the AV's destination GID, and the port its QPN encodes. */
