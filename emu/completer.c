@@ -206,7 +206,7 @@ static void retry_or_fail(struct emu_qp *qp)
 
 	if (!wqe && qp->sq_next == qp->sq_head)
 		return;	/* nothing outstanding any more */
-	if (qp->retries_left == 0) {
+	if (qp->retries_left == 0 && qp->attr.timeout) {
 		if (!wqe)
 			wqe = wqe_at(qp, qp->sq_next);
 		/* The oldest unanswered WQE reports it; everything after it is flushed. */

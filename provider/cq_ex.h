@@ -44,7 +44,7 @@ struct cq_ex_poller {
 	pthread_mutex_t lock;		/* held from a successful start_poll to end_poll */
 	cq_ex_poll_fn poll_cq;
 	struct ibv_wc current;		/* what the read_* accessors return */
-} __attribute__((aligned(8)));
+};
 
 /* How far before its struct ibv_cq_ex a CQ's poller starts. */
 struct cq_ex_poller_layout {

@@ -396,6 +396,7 @@ int qp_ex_init(struct ibv_qp_ex *qpx, uint64_t send_ops_flags, uint32_t max_inli
 		free(wrb->wrs);
 		free(wrb->sges);
 		free(wrb->inline_bytes);
+		memset(wrb, 0, sizeof(*wrb));
 		return ENOMEM;
 	}
 	pthread_mutex_init(&wrb->lock, NULL);

@@ -76,7 +76,7 @@ struct qp_ex_builder {
 	uint8_t *inline_bytes;
 	size_t inline_used;
 	size_t inline_capacity;
-} __attribute__((aligned(8)));
+};
 
 /* How far before its struct ibv_qp_ex a QP's builder starts. */
 struct qp_ex_builder_layout {
