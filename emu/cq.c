@@ -5,6 +5,7 @@
  * IBV_EVENT_CQ_ERR; QPs that then try to complete into it go to error too.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,6 +105,12 @@ int emu_cq_poll(struct emu_cq *cq, int n, struct ibv_wc *wc)
 		cq->count--;
 	}
 	pthread_mutex_unlock(&cq->lock);
+	/*
+	 * A busy-polling application would otherwise starve the engine thread that fills
+	 * this CQ whenever threads outnumber cores (two peers on a laptop): give it the CPU.
+	 */
+	if (!got)
+		sched_yield();
 	return got;
 }
 
