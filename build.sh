@@ -42,7 +42,7 @@ case "${1:-}" in
 demo)
 	install_missing
 	build build
-	build/bin/softrdma run -- ibv_devinfo -v
+	build/bin/softrdma demo
 	;;
 test)
 	install_missing
