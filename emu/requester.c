@@ -44,16 +44,17 @@ enum ibv_wc_opcode requester_wc_opcode(enum ibv_wr_opcode op)
 static int validate_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *length)
 {
 	const struct wr_kind *k = wr_kind(wr->opcode);
+	bool is_inline = wr->send_flags & IBV_SEND_INLINE;
 
-	if (!k || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+	/* Inline data is copied at post time and needs no SGE slots: only its size counts. */
+	if (!k || wr->num_sge < 0 ||
+	    (!is_inline && (uint32_t)wr->num_sge > qp->cap.max_send_sge))
 		return EINVAL;
 	*length = sge_total_length(wr->sg_list, wr->num_sge);
 	if (*length > EMU_MAX_MSG_SIZE)
 		return EINVAL;
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		if (!k->has_payload || *length > qp->cap.max_inline_data)
-			return EINVAL;
-	}
+	if (is_inline && (!k->has_payload || *length > qp->cap.max_inline_data))
+		return EINVAL;
 	if (k->read_atomic && k->wc_op != IBV_WC_RDMA_READ &&
 	    (wr->num_sge != 1 || *length != sizeof(uint64_t)))
 		return EINVAL;
@@ -67,8 +68,9 @@ static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t l
 	wqe->wr = *wr;
 	wqe->wr.next = NULL;
 	wqe->wr.sg_list = wqe->sge;
-	memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
-	if (wr->send_flags & IBV_SEND_INLINE) {
+	if (!(wr->send_flags & IBV_SEND_INLINE)) {
+		memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
+	} else {
 		uint8_t *p = wqe->inline_buf;
 
 		/* Inline data is taken now: the caller may reuse its buffer at once. */
@@ -87,35 +89,39 @@ static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t l
 	qp->sq_head++;
 }
 
+/*
+ * A chain is checked whole before any of it is queued: a failed post queues nothing, which
+ * is also what ibv_wr_complete(3) promises for the chains the wr_* API builds.
+ */
 int emu_qp_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
+	struct ibv_send_wr *w;
+	uint32_t room;
+	uint64_t length;
 	int ret = 0;
 
 	pthread_mutex_lock(&qp->lock);
-	for (; wr; wr = wr->next) {
-		uint64_t length;
-
+	room = qp->cap.max_send_wr - (qp->sq_head - qp->sq_tail);
+	for (w = wr; w; w = w->next, room--) {
 		/* As rxe: a send queue is only open from RTS on (and in ERR, to be flushed). */
-		if (qp->state < IBV_QPS_RTS) {
-			ret = EINVAL;
-			break;
-		}
-		ret = validate_wr(qp, wr, &length);
-		if (ret)
-			break;
-		if (qp->sq_head - qp->sq_tail >= qp->cap.max_send_wr) {
+		ret = qp->state < IBV_QPS_RTS ? EINVAL : validate_wr(qp, w, &length);
+		if (!ret && !room)
 			ret = ENOMEM;
-			break;
+		if (ret) {
+			*bad_wr = w;
+			pthread_mutex_unlock(&qp->lock);
+			return ret;
 		}
-		queue_wr(qp, wr, length);
-		if (qp->state == IBV_QPS_ERR)
-			qp_error(qp, (enum ibv_event_type)-1);
 	}
-	if (ret)
-		*bad_wr = wr;
+	for (w = wr; w; w = w->next) {
+		validate_wr(qp, w, &length);
+		queue_wr(qp, w, length);
+	}
+	if (qp->state == IBV_QPS_ERR)
+		qp_error(qp, (enum ibv_event_type)-1);
 	requester_progress(qp);
 	pthread_mutex_unlock(&qp->lock);
-	return ret;
+	return 0;
 }
 
 void requester_rewind(struct emu_qp *qp, uint32_t psn)

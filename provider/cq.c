@@ -73,11 +73,9 @@ struct ibv_cq *sr_create_cq(struct ibv_context *context, int cqe, struct ibv_com
 	return &cq->vcq.cq;
 }
 
-/* libibverbs' ibv_create_cq_ex() fills in nothing: the CQ is set up here, as the kernel would. */
 struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
 {
 	struct sr_cq *cq;
-	struct ibv_cq *ibcq;
 	int ret;
 
 	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS ||
@@ -103,17 +101,7 @@ struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_ini
 		return NULL;
 	}
 	cq->extended = true;
-	ibcq = &cq->vcq.cq;
-	ibcq->channel = attr->channel;
-	ibcq->cq_context = attr->cq_context;
-	pthread_mutex_init(&ibcq->mutex, NULL);
-	pthread_cond_init(&ibcq->cond, NULL);
-	if (attr->channel) {
-		/* ibv_destroy_cq() drops this reference. */
-		pthread_mutex_lock(&context->mutex);
-		attr->channel->refcnt++;
-		pthread_mutex_unlock(&context->mutex);
-	}
+	/* libibverbs then fills in the rest (verbs_init_cq), as for ibv_create_cq(). */
 	return &cq->vcq.cq_ex;
 }
 
@@ -122,11 +110,8 @@ int sr_destroy_cq(struct ibv_cq *ibcq)
 	struct sr_cq *cq = to_sr_cq(ibcq);
 
 	emu_cq_destroy(cq->cq);
-	if (cq->extended) {
+	if (cq->extended)
 		cq_ex_destroy(&cq->vcq.cq_ex);
-		pthread_cond_destroy(&ibcq->cond);
-		pthread_mutex_destroy(&ibcq->mutex);
-	}
 	free(cq);
 	return 0;
 }

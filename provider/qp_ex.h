@@ -91,9 +91,10 @@ struct qp_ex_builder_layout {
 
 /*
  * Sets every wr_* pointer of qpx and initialises the builder in front of it (see above).
- * max_inline and max_sge are the QP's max_inline_data and max_send_sge. Returns 0,
- * EOPNOTSUPP if send_ops_flags asks for anything outside QP_EX_SUPPORTED_SEND_OPS (nothing
- * is initialised then), or ENOMEM.
+ * max_inline and max_sge are the QP's max_inline_data and max_send_sge as create_qp reports
+ * them back to the application, since those are the limits it is entitled to use. Returns 0,
+ * or EOPNOTSUPP if send_ops_flags asks for anything outside QP_EX_SUPPORTED_SEND_OPS, or
+ * ENOMEM; on failure qpx is untouched and there is nothing to destroy.
  */
 int qp_ex_init(struct ibv_qp_ex *qpx, uint64_t send_ops_flags, uint32_t max_inline,
 	       uint32_t max_sge, qp_ex_post_send_fn post_send);
