@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -269,6 +270,8 @@ static int engine_start(struct emu_engine **out)
 	if (ret)
 		goto err_wake;
 	e->refs = 1;
+	if (getenv("SOFTRDMA_VERBOSE"))
+		fprintf(stderr, "softrdma: engine started (%s)\n", e->io->ops->name);
 	*out = e;
 	return 0;
 
