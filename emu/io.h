@@ -49,7 +49,10 @@ struct io_backend {
 extern const struct io_backend_ops io_uring_backend;
 extern const struct io_backend_ops io_epoll_backend;
 
-/* SOFTRDMA_ENGINE=uring|epoll forces one; otherwise io_uring, and epoll if it is refused. */
+/*
+ * SOFTRDMA_ENGINE=uring|epoll forces one; otherwise io_uring, and epoll if it is refused or
+ * the program runs under valgrind.
+ */
 int io_backend_create(struct io_backend **out);
 
 #endif
