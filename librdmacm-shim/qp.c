@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+/*
+ * QPs made on ids, and the attributes the CM gives them: what rdma_init_qp_attr() reports
+ * is exactly what the CM applies to its own QPs. As the kernel's CM, an RC QP starts with
+ * no remote rights and gets REMOTE_WRITE on connect, plus REMOTE_READ and REMOTE_ATOMIC
+ * when it accepts incoming READs and atomics (responder_resources > 0).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm.h"
+
+#define CM_QKEY		0x01234567	/* RDMA_UDP_QKEY of the kernel's CM */
+#define CM_MIN_RNR_TIMER 12		/* 0.64 ms, the kernel CM's default */
+
+static pthread_mutex_t pd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+} default_pds[8];
+
+/* librdmacm gives ids without a PD one per device, shared, never freed. */
+static struct ibv_pd *default_pd(struct ibv_context *verbs)
+{
+	struct ibv_pd *pd = NULL;
+
+	pthread_mutex_lock(&pd_lock);
+	for (int i = 0; i < 8 && !pd; i++) {
+		if (default_pds[i].verbs == verbs) {
+			pd = default_pds[i].pd;
+		} else if (!default_pds[i].verbs) {
+			default_pds[i].pd = ibv_alloc_pd(verbs);
+			if (default_pds[i].pd)
+				default_pds[i].verbs = verbs;
+			pd = default_pds[i].pd;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pd_lock);
+	return pd;
+}
+
+static uint8_t clamp_rd_atomic(struct ibv_context *verbs, uint8_t want)
+{
+	struct ibv_device_attr attr;
+
+	if (!ibv_query_device(verbs, &attr) && want > attr.max_qp_rd_atom)
+		return (uint8_t)attr.max_qp_rd_atom;
+	return want;
+}
+
+/* The attributes for moving id's QP to state; the peer's message is needed from RTR on. */
+static int fill_qp_attr(struct cm_id *id, enum ibv_qp_state state, struct ibv_qp_attr *attr,
+			int *mask)
+{
+	const struct cm_msg *peer = &id->peer;
+	const struct rdma_conn_param *local = &id->local_param;
+	bool active = !id->listen_parent;
+	struct ibv_port_attr port;
+	union ibv_gid sgid;
+	int sgid_index;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = state;
+	switch (state) {
+	case IBV_QPS_INIT:
+		attr->pkey_index = 0;
+		attr->port_num = 1;
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (id->id.qp_type == IBV_QPT_UD) {
+			attr->qkey = CM_QKEY;
+			*mask |= IBV_QP_QKEY;
+		} else {
+			attr->qp_access_flags = 0;
+			*mask |= IBV_QP_ACCESS_FLAGS;
+		}
+		return 0;
+	case IBV_QPS_RTR:
+		if (id->state < CM_CONNECTING)
+			return EINVAL;
+		sgid_index = cm_gid_index_of(id->id.verbs, &id->id.route.addr.src_addr, &sgid);
+		if (sgid_index < 0 || ibv_query_port(id->id.verbs, 1, &port))
+			return EADDRNOTAVAIL;
+		attr->path_mtu = port.active_mtu;
+		attr->dest_qp_num = peer->qpn;
+		attr->rq_psn = peer->psn;
+		attr->max_dest_rd_atomic = clamp_rd_atomic(id->id.verbs, local->responder_resources);
+		attr->min_rnr_timer = CM_MIN_RNR_TIMER;
+		attr->ah_attr.is_global = 1;
+		attr->ah_attr.port_num = 1;
+		attr->ah_attr.grh.sgid_index = (uint8_t)sgid_index;
+		attr->ah_attr.grh.hop_limit = 64;
+		attr->ah_attr.grh.traffic_class = id->tos;
+		memcpy(&attr->ah_attr.grh.dgid, peer->gid, 16);
+		attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+		if (local->responder_resources)
+			attr->qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
+			IBV_QP_ACCESS_FLAGS;
+		return 0;
+	case IBV_QPS_RTS:
+		if (id->state < CM_CONNECTING)
+			return EINVAL;
+		attr->sq_psn = id->local_psn;
+		attr->timeout = id->ack_timeout;
+		/* REQ's retry count serves both sides; each side's RNR retries are the peer's ask. */
+		attr->retry_cnt = (active ? local->retry_count : peer->retry_count) & 7;
+		attr->rnr_retry = peer->rnr_retry_count & 7;
+		attr->max_rd_atomic = clamp_rd_atomic(id->id.verbs, local->initiator_depth);
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
+EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
+			     int *qp_attr_mask)
+{
+	int ret;
+
+	if (!id || !qp_attr || !qp_attr_mask) {
+		errno = EINVAL;
+		return -1;
+	}
+	ret = fill_qp_attr(to_cm_id(id), qp_attr->qp_state, qp_attr, qp_attr_mask);
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	return 0;
+}
+
+static int modify_to(struct cm_id *id, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr;
+	int mask, ret;
+
+	ret = fill_qp_attr(id, state, &attr, &mask);
+	return ret ? ret : ibv_modify_qp(id->id.qp, &attr, mask);
+}
+
+int cm_qp_to_rtr_rts(struct cm_id *id, const struct cm_msg *peer, bool active)
+{
+	int ret;
+
+	(void)active;
+	id->peer = *peer;
+	ret = modify_to(id, IBV_QPS_RTR);
+	return ret ? ret : modify_to(id, IBV_QPS_RTS);
+}
+
+int cm_qp_to_error(struct cm_id *id)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+	return id->id.qp ? ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE) : 0;
+}
+
+/* Default CQs of an id without its own: one completion channel and CQ per direction. */
+static int make_default_cqs(struct rdma_cm_id *id, int send_wr, int recv_wr)
+{
+	id->send_cq_channel = ibv_create_comp_channel(id->verbs);
+	id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+	if (!id->send_cq_channel || !id->recv_cq_channel)
+		return errno ? errno : ENOMEM;
+	id->send_cq = ibv_create_cq(id->verbs, send_wr > 0 ? send_wr : 1, id, id->send_cq_channel,
+				    0);
+	id->recv_cq = ibv_create_cq(id->verbs, recv_wr > 0 ? recv_wr : 1, id, id->recv_cq_channel,
+				    0);
+	if (!id->send_cq || !id->recv_cq)
+		return errno ? errno : ENOMEM;
+	return 0;
+}
+
+static void destroy_default_cqs(struct rdma_cm_id *id)
+{
+	if (id->send_cq)
+		ibv_destroy_cq(id->send_cq);
+	if (id->recv_cq)
+		ibv_destroy_cq(id->recv_cq);
+	if (id->send_cq_channel)
+		ibv_destroy_comp_channel(id->send_cq_channel);
+	if (id->recv_cq_channel)
+		ibv_destroy_comp_channel(id->recv_cq_channel);
+	id->send_cq = id->recv_cq = NULL;
+	id->send_cq_channel = id->recv_cq_channel = NULL;
+}
+
+EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_qp *qp;
+	int ret;
+
+	if (!id || !attr || !id->verbs || id->qp) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd ? id->pd : default_pd(id->verbs);
+		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+	}
+	if (!attr->pd)
+		return -1;
+	if (!attr->send_cq || !attr->recv_cq) {
+		ret = make_default_cqs(id, (int)attr->cap.max_send_wr, (int)attr->cap.max_recv_wr);
+		if (ret) {
+			destroy_default_cqs(id);
+			errno = ret;
+			return -1;
+		}
+		if (!attr->send_cq)
+			attr->send_cq = id->send_cq;
+		if (!attr->recv_cq)
+			attr->recv_cq = id->recv_cq;
+	}
+	if (id->srq && !attr->srq)
+		attr->srq = id->srq;
+	qp = ibv_create_qp_ex(id->verbs, attr);
+	if (!qp) {
+		ret = errno;
+		destroy_default_cqs(id);
+		errno = ret;
+		return -1;
+	}
+	id->qp = qp;
+	id->pd = attr->pd;
+	ret = modify_to(to_cm_id(id), IBV_QPS_INIT);
+	if (ret) {
+		ibv_destroy_qp(qp);
+		id->qp = NULL;
+		destroy_default_cqs(id);
+		errno = ret;
+		return -1;
+	}
+	return 0;
+}
+
+EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+			  struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct ibv_qp_init_attr_ex ex;
+	int ret;
+
+	if (!qp_init_attr) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&ex, 0, sizeof(ex));
+	memcpy(&ex, qp_init_attr, sizeof(*qp_init_attr));
+	if (pd) {
+		ex.pd = pd;
+		ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	}
+	ret = rdma_create_qp_ex(id, &ex);
+	if (!ret) {
+		qp_init_attr->cap = ex.cap;
+		qp_init_attr->send_cq = ex.send_cq;
+		qp_init_attr->recv_cq = ex.recv_cq;
+	}
+	return ret;
+}
+
+EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	if (!id || !id->qp)
+		return;
+	ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+	destroy_default_cqs(id);
+}
+
+EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+
+	if (!id || !attr || !id->verbs) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd ? id->pd : default_pd(id->verbs);
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!srq)
+		return -1;	/* errno from the device: EOPNOTSUPP while SRQs are not built */
+	id->srq = srq;
+	id->pd = attr->pd;
+	return 0;
+}
+
+EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			   struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ex = { 0 };
+
+	if (!attr) {
+		errno = EINVAL;
+		return -1;
+	}
+	ex.srq_context = attr->srq_context;
+	ex.attr = attr->attr;
+	ex.srq_type = IBV_SRQT_BASIC;
+	ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
+	if (pd) {
+		ex.pd = pd;
+		ex.comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	return rdma_create_srq_ex(id, &ex);
+}
+
+EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (!id || !id->srq)
+		return;
+	ibv_destroy_srq(id->srq);
+	id->srq = NULL;
+}
