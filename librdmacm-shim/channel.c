@@ -205,14 +205,23 @@ static int event_errno(const struct rdma_cm_event *e)
 int cm_wait_event(struct cm_id *id, enum rdma_cm_event_type expected)
 {
 	struct rdma_cm_event *e;
-	int err = 0;
+	int err;
 
+	/* As librdmacm: the last event stays in id->event (its private data may be read)
+	 * until the next synchronous call or rdma_destroy_id() acks it. */
+	if (id->id.event) {
+		rdma_ack_cm_event(id->id.event);
+		id->id.event = NULL;
+	}
 	if (rdma_get_cm_event(id->id.channel, &e))
 		return errno;
-	if (e->event != expected)
+	if (e->event != expected) {
 		err = event_errno(e);
-	rdma_ack_cm_event(e);
-	return err;
+		rdma_ack_cm_event(e);
+		return err;
+	}
+	id->id.event = e;
+	return 0;
 }
 
 EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
