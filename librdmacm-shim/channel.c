@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -164,6 +165,17 @@ EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	return 0;
 }
 
+/* Takes back the byte that announced an event, without blocking. */
+static void unannounce(struct cm_channel *ch)
+{
+	struct pollfd pfd = { .fd = ch->channel.fd, .events = POLLIN };
+	char byte;
+
+	if (poll(&pfd, 1, 0) == 1 && read(ch->channel.fd, &byte, 1) != 1) {
+		/* Another thread took it first: it will find no event and say EAGAIN. */
+	}
+}
+
 void cm_channel_drop_events_of(struct cm_channel *ch, struct cm_id *id)
 {
 	struct cm_event **pp, *ev;
@@ -173,6 +185,7 @@ void cm_channel_drop_events_of(struct cm_channel *ch, struct cm_id *id)
 		if (ev->owner == id) {
 			*pp = ev->next;
 			free(ev);
+			unannounce(ch);
 			pthread_mutex_lock(&id->lock);
 			id->events_outstanding--;
 			pthread_mutex_unlock(&id->lock);

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdma_cm through the drop-in librdmacm, as applications use it: asynchronous ids on event
+ * channels, both sides in this process. Run under `softrdma run` (ctest does).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <cmocka.h>
+#include <rdma/rdma_cma.h>
+
+struct side {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+};
+
+static int next_port = 0;
+
+static int fresh_port(void)
+{
+	if (!next_port)
+		next_port = 21000 + getpid() % 20000;
+	return next_port++;
+}
+
+/* The next event on ch within 5 s; fails the test otherwise. */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch,
+					enum rdma_cm_event_type want)
+{
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *e;
+
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(rdma_get_cm_event(ch, &e), 0);
+	if (e->event != want)
+		fail_msg("got %s (status %d), expected %s", rdma_event_str(e->event), e->status,
+			 rdma_event_str(want));
+	return e;
+}
+
+static void expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
+{
+	assert_int_equal(rdma_ack_cm_event(next_event(ch, want)), 0);
+}
+
+static struct sockaddr_in loopback(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sin;
+}
+
+static void start_listener(struct side *s, int port)
+{
+	struct sockaddr_in sin = loopback(port);
+
+	s->ch = rdma_create_event_channel();
+	assert_non_null(s->ch);
+	assert_int_equal(rdma_create_id(s->ch, &s->id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(s->id, (struct sockaddr *)&sin), 0);
+	assert_int_equal(rdma_listen(s->id, 16), 0);
+	assert_int_equal(ntohs(rdma_get_src_port(s->id)), port);
+}
+
+/* A client id resolved to 127.0.0.1:port with a QP (its own default CQs). */
+static void start_client(struct side *c, int port)
+{
+	struct sockaddr_in dst = loopback(port);
+	struct ibv_qp_init_attr attr = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+
+	c->ch = rdma_create_event_channel();
+	assert_non_null(c->ch);
+	assert_int_equal(rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	expect_event(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_non_null(c->id->verbs);
+	assert_int_equal(rdma_resolve_route(c->id, 2000), 0);
+	expect_event(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(rdma_create_qp(c->id, NULL, &attr), 0);
+	assert_non_null(c->id->qp);
+}
+
+static void stop(struct side *s)
+{
+	if (s->id) {
+		if (s->id->qp)
+			rdma_destroy_qp(s->id);
+		assert_int_equal(rdma_destroy_id(s->id), 0);
+	}
+	rdma_destroy_event_channel(s->ch);
+}
+
+/* The server side of one connection: the request, a QP, and accept. */
+static struct rdma_cm_id *accept_one(struct side *srv, const void *pdata, uint8_t len)
+{
+	struct ibv_qp_init_attr attr = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_conn_param param = { .private_data = pdata, .private_data_len = len,
+					 .responder_resources = 1, .initiator_depth = 1 };
+	struct rdma_cm_event *e = next_event(srv->ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_id *id = e->id;
+
+	assert_ptr_equal(e->listen_id, srv->id);
+	assert_int_equal(e->param.conn.private_data_len, 56);	/* the IB CM's REQ size */
+	assert_int_equal(rdma_ack_cm_event(e), 0);
+	assert_int_equal(rdma_create_qp(id, NULL, &attr), 0);
+	assert_int_equal(rdma_accept(id, &param), 0);
+	return id;
+}
+
+static void test_connect_and_private_data(void **state)
+{
+	struct side srv = { 0 }, cli = { 0 };
+	struct rdma_conn_param param = { .private_data = "hello", .private_data_len = 6,
+					 .responder_resources = 1, .initiator_depth = 1,
+					 .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *conn;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	int port = fresh_port();
+
+	(void)state;
+	start_listener(&srv, port);
+	start_client(&cli, port);
+	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_string_equal(e->param.conn.private_data, "hello");
+	conn = e->id;
+	rdma_ack_cm_event(e);
+	{
+		struct ibv_qp_init_attr attr = { .cap = { .max_send_wr = 2, .max_recv_wr = 2,
+							  .max_send_sge = 1, .max_recv_sge = 1 },
+						 .qp_type = IBV_QPT_RC };
+
+		assert_int_equal(rdma_create_qp(conn, NULL, &attr), 0);
+	}
+	param.private_data = "welcome";
+	param.private_data_len = 8;
+	assert_int_equal(rdma_accept(conn, &param), 0);
+	e = next_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_string_equal(e->param.conn.private_data, "welcome");
+	assert_int_equal(e->param.conn.private_data_len, 196);	/* the IB CM's REP size */
+	rdma_ack_cm_event(e);
+	expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED);
+
+	/* Both QPs are RTS, and carry the access flags the kernel's CM gives. */
+	assert_int_equal(ibv_query_qp(cli.id->qp, &qa, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, &qi), 0);
+	assert_int_equal(qa.qp_state, IBV_QPS_RTS);
+	assert_true(qa.qp_access_flags & IBV_ACCESS_REMOTE_WRITE);
+	assert_int_equal(ibv_query_qp(conn->qp, &qa, IBV_QP_STATE | IBV_QP_DEST_QPN, &qi), 0);
+	assert_int_equal(qa.qp_state, IBV_QPS_RTS);
+	assert_int_equal(qa.dest_qp_num, cli.id->qp->qp_num);
+
+	assert_int_equal(rdma_disconnect(cli.id), 0);
+	expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED);
+	expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(conn);
+	assert_int_equal(rdma_destroy_id(conn), 0);
+	stop(&cli);
+	stop(&srv);
+}
+
+static void test_reject_carries_private_data(void **state)
+{
+	struct side srv = { 0 }, cli = { 0 };
+	struct rdma_conn_param param = { .retry_count = 7 };
+	struct rdma_cm_event *e;
+	int port = fresh_port();
+
+	(void)state;
+	start_listener(&srv, port);
+	start_client(&cli, port);
+	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_int_equal(rdma_reject(e->id, "go away", 8), 0);
+	{
+		struct rdma_cm_id *rejected = e->id;
+
+		rdma_ack_cm_event(e);
+		assert_int_equal(rdma_destroy_id(rejected), 0);
+	}
+	e = next_event(cli.ch, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(e->status, 28);	/* IB_CM_REJ_CONSUMER_DEFINED */
+	assert_int_equal(e->param.conn.private_data_len, 148);	/* the IB CM's REJ size */
+	assert_string_equal(e->param.conn.private_data, "go away");
+	rdma_ack_cm_event(e);
+	stop(&cli);
+	stop(&srv);
+}
+
+static void test_private_data_too_long_is_refused(void **state)
+{
+	struct side srv = { 0 }, cli = { 0 };
+	static const uint8_t big[57];
+	struct rdma_conn_param param = { .private_data = big, .private_data_len = 57 };
+	int port = fresh_port();
+
+	(void)state;
+	start_listener(&srv, port);
+	start_client(&cli, port);
+	errno = 0;
+	assert_int_equal(rdma_connect(cli.id, &param), -1);
+	assert_int_equal(errno, EINVAL);
+	stop(&cli);
+	stop(&srv);
+}
+
+static void test_connect_to_closed_port_is_rejected(void **state)
+{
+	struct side cli = { 0 };
+	struct rdma_conn_param param = { .retry_count = 7 };
+	struct rdma_cm_event *e;
+
+	(void)state;
+	start_client(&cli, fresh_port());	/* nobody listens there */
+	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	e = next_event(cli.ch, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(e->status, 8);	/* IB_CM_REJ_INVALID_SERVICE_ID, as on RoCE */
+	rdma_ack_cm_event(e);
+	stop(&cli);
+}
+
+static void test_server_disconnects(void **state)
+{
+	struct side srv = { 0 }, cli = { 0 };
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_id *conn;
+	int port = fresh_port();
+
+	(void)state;
+	start_listener(&srv, port);
+	start_client(&cli, port);
+	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	conn = accept_one(&srv, NULL, 0);
+	expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(rdma_disconnect(conn), 0);
+	expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED);
+	expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED);
+	/* A second disconnect has nothing to do. */
+	assert_int_equal(rdma_disconnect(conn), -1);
+	rdma_destroy_qp(conn);
+	rdma_destroy_id(conn);
+	stop(&cli);
+	stop(&srv);
+}
+
+static void test_destroy_while_connected(void **state)
+{
+	struct side srv = { 0 }, cli = { 0 };
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_id *conn;
+	int port = fresh_port();
+
+	(void)state;
+	start_listener(&srv, port);
+	start_client(&cli, port);
+	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	conn = accept_one(&srv, NULL, 0);
+	expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED);
+	/* The client goes away without disconnecting: the server still hears of it. */
+	stop(&cli);
+	expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(conn);
+	rdma_destroy_id(conn);
+	stop(&srv);
+}
+
+static void test_many_connections_one_listener(void **state)
+{
+	enum { N = 8 };
+	struct side srv = { 0 }, cli[N] = { 0 };
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_id *conn[N];
+	uint32_t qpns[N];
+	int port = fresh_port();
+
+	(void)state;
+	start_listener(&srv, port);
+	for (int i = 0; i < N; i++) {
+		start_client(&cli[i], port);
+		assert_int_equal(rdma_connect(cli[i].id, &param), 0);
+	}
+	for (int i = 0; i < N; i++)
+		conn[i] = accept_one(&srv, NULL, 0);
+	for (int i = 0; i < N; i++) {
+		expect_event(cli[i].ch, RDMA_CM_EVENT_ESTABLISHED);
+		expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED);
+		qpns[i] = conn[i]->qp->qp_num;
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(qpns[i], qpns[j]);
+	}
+	for (int i = 0; i < N; i++) {
+		rdma_disconnect(cli[i].id);
+		expect_event(cli[i].ch, RDMA_CM_EVENT_DISCONNECTED);
+	}
+	/* One DISCONNECTED per server-side id, in whatever order they come. */
+	for (int i = 0; i < N; i++)
+		expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED);
+	for (int i = 0; i < N; i++) {
+		rdma_destroy_qp(conn[i]);
+		rdma_destroy_id(conn[i]);
+		stop(&cli[i]);
+	}
+	stop(&srv);
+}
+
+static void test_event_channel_fd_works_with_epoll(void **state)
+{
+	struct side cli = { 0 };
+	struct sockaddr_in dst = loopback(fresh_port());
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	struct rdma_cm_event *e;
+	int ep = epoll_create1(0);
+
+	(void)state;
+	cli.ch = rdma_create_event_channel();
+	assert_int_equal(rdma_create_id(cli.ch, &cli.id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, cli.ch->fd, &ev), 0);
+	assert_int_equal(epoll_wait(ep, &out, 1, 0), 0);	/* nothing yet */
+	assert_int_equal(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	assert_int_equal(epoll_wait(ep, &out, 1, 5000), 1);
+	assert_int_equal(rdma_get_cm_event(cli.ch, &e), 0);
+	assert_int_equal(e->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ack_cm_event(e);
+	assert_int_equal(epoll_wait(ep, &out, 1, 0), 0);	/* drained */
+	close(ep);
+	stop(&cli);
+}
+
+static void test_nonblocking_channel_says_eagain(void **state)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *e;
+
+	(void)state;
+	assert_non_null(ch);
+	assert_int_equal(fcntl(ch->fd, F_SETFL, O_NONBLOCK), 0);
+	errno = 0;
+	assert_int_equal(rdma_get_cm_event(ch, &e), -1);
+	assert_int_equal(errno, EAGAIN);
+	rdma_destroy_event_channel(ch);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_connect_and_private_data),
+		cmocka_unit_test(test_reject_carries_private_data),
+		cmocka_unit_test(test_private_data_too_long_is_refused),
+		cmocka_unit_test(test_connect_to_closed_port_is_rejected),
+		cmocka_unit_test(test_server_disconnects),
+		cmocka_unit_test(test_destroy_while_connected),
+		cmocka_unit_test(test_many_connections_one_listener),
+		cmocka_unit_test(test_event_channel_fd_works_with_epoll),
+		cmocka_unit_test(test_nonblocking_channel_says_eagain),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
