@@ -426,7 +426,9 @@ int emu_qp_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_
 		r = &qp->rq[qp->rq_head % qp->cap.max_recv_wr];
 		r->wr_id = wr->wr_id;
 		r->num_sge = wr->num_sge;
-		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*r->sge));
+		/* A receive without SGEs may leave sg_list NULL, which memcpy must not be given. */
+		if (wr->num_sge)
+			memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*r->sge));
 		qp->rq_head++;
 		if (qp->state == IBV_QPS_ERR) {
 			qp->rq_tail++;

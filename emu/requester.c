@@ -69,12 +69,16 @@ static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t l
 	wqe->wr.next = NULL;
 	wqe->wr.sg_list = wqe->sge;
 	if (!(wr->send_flags & IBV_SEND_INLINE)) {
-		memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
+		/* A WR without SGEs may leave sg_list NULL, which memcpy must not be given. */
+		if (wr->num_sge)
+			memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
 	} else {
 		uint8_t *p = wqe->inline_buf;
 
 		/* Inline data is taken now: the caller may reuse its buffer at once. */
 		for (int i = 0; i < wr->num_sge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;	/* its addr may be anything, even NULL */
 			memcpy(p, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 			p += wr->sg_list[i].length;
 		}

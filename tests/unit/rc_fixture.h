@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared fixture of the RC tests (test_rc_*.c), through the system's libibverbs under
+ * `softrdma run`: the device, two PDs, a pair of RC QPs in this process connected to each
+ * other over loopback (GID 0, ::ffff:127.0.0.1), guarded buffers, and bounded waits for
+ * completions, QP states and async events. Every wait gives up after RC_WAIT_MS: a test
+ * fails, it never hangs.
+ *
+ * The helpers assert with cmocka, so they may only run inside a test or its setup; the
+ * modify helpers (rc_modify_*) only return ibv_modify_qp()'s result and may run anywhere.
+ */
+#ifndef SOFTRDMA_TESTS_RC_FIXTURE_H
+#define SOFTRDMA_TESTS_RC_FIXTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#define RC_WAIT_MS	5000	/* longest any wait lasts before the test fails */
+#define RC_QUIET_MS	200	/* how long "nothing happens" is watched for */
+#define RC_MAX_MRS	32
+#define RC_MAX_BUFS	16
+
+#define RC_ACCESS_ALL	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |		\
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/* How one QP of a pair is made and connected; rc_default_opts() gives the brief's values. */
+struct rc_qp_opts {
+	int access;			/* qp_access_flags */
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	enum ibv_mtu path_mtu;
+	uint32_t sq_psn;
+	uint32_t rq_psn;
+	struct ibv_qp_cap cap;
+	int cqe;			/* depth of each of the QP's send and receive CQs */
+	int sq_sig_all;
+	bool use_channel;		/* both CQs report to env->channel */
+	struct ibv_pd *pd;		/* NULL: env->pd */
+};
+
+struct rc_end {
+	struct ibv_qp *qp;
+	struct ibv_cq *scq, *rcq;
+};
+
+/* Usable memory [p, p + cap), page aligned, with a PROT_NONE page on each side. */
+struct rc_buf {
+	uint8_t *map;
+	size_t map_len;
+	uint8_t *p;
+	size_t cap;
+};
+
+struct rc_env {
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd, *pd2;
+	union ibv_gid gid;		/* GID 0 */
+	struct ibv_comp_channel *channel;
+	struct rc_end a, b;		/* a requests, b responds (both can do both) */
+	struct ibv_mr *mrs[RC_MAX_MRS];
+	struct rc_buf bufs[RC_MAX_BUFS];
+	size_t page;
+};
+
+/* cmocka setup/teardown: a fresh context (so async events never leak between tests). */
+int rc_setup(void **state);
+int rc_teardown(void **state);
+/* The same, for a test that must do something (fork) before the device is opened. */
+void rc_open(struct rc_env *env);
+void rc_close(struct rc_env *env);
+
+void rc_default_opts(struct rc_qp_opts *o);
+
+/* Creates the end's CQs and QP (in RESET). */
+void rc_create_end(struct rc_env *env, const struct rc_qp_opts *o, struct rc_end *end);
+void rc_destroy_end(struct rc_end *end);
+
+/* ibv_modify_qp() with exactly the kernel's required mask of each transition. */
+int rc_modify_init(struct ibv_qp *qp, const struct rc_qp_opts *o);
+int rc_modify_rtr(struct ibv_qp *qp, const struct rc_qp_opts *o, uint32_t dest_qpn,
+		  const union ibv_gid *dgid);
+int rc_modify_rts(struct ibv_qp *qp, const struct rc_qp_opts *o);
+/* RESET -> INIT -> RTR -> RTS, asserting each step. */
+void rc_connect(struct ibv_qp *qp, const struct rc_qp_opts *o, uint32_t dest_qpn,
+		const union ibv_gid *dgid);
+
+/* env->a and env->b, created and connected to each other; NULL opts: the defaults. */
+void rc_pair(struct rc_env *env, const struct rc_qp_opts *oa, const struct rc_qp_opts *ob);
+
+enum ibv_qp_state rc_state(struct ibv_qp *qp);
+/* Waits (bounded) until the QP reports state, then asserts it. */
+void rc_wait_state(struct ibv_qp *qp, enum ibv_qp_state state);
+
+/* Guarded, zeroed memory of at least len bytes; freed by the teardown. */
+struct rc_buf *rc_alloc(struct rc_env *env, size_t len);
+/* Registered MRs are deregistered by the teardown unless rc_dereg() was called. */
+struct ibv_mr *rc_reg(struct rc_env *env, struct ibv_pd *pd, void *addr, size_t len, int access);
+struct ibv_mr *rc_reg_iova(struct rc_env *env, struct ibv_pd *pd, void *addr, size_t len,
+			   uint64_t iova, int access);
+void rc_dereg(struct rc_env *env, struct ibv_mr *mr);
+
+/* A pattern that differs from byte to byte and from seed to seed. */
+uint8_t rc_pattern_byte(size_t i, uint8_t seed);
+void rc_fill(void *p, size_t n, uint8_t seed);
+/* Byte by byte; fails naming the first differing offset. */
+void rc_expect_pattern(const void *p, size_t n, uint8_t seed, const char *what);
+/* Bytes [from, to) of a buffer filled from base with rc_fill(base, ..., seed). */
+void rc_expect_pattern_range(const void *base, size_t from, size_t to, uint8_t seed,
+			     const char *what);
+void rc_expect_bytes(const void *got, const void *want, size_t n, const char *what);
+
+/* The next completion of cq, waited for (bounded): wr_id and status must match. */
+void rc_expect_wc(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status status,
+		  struct ibv_wc *out);
+/* No completion shows up on cq within ms. */
+void rc_expect_no_wc(struct ibv_cq *cq, int ms);
+
+/* 1 and *ev (not yet acked) if an async event arrives within ms, else 0. */
+int rc_get_async(struct rc_env *env, struct ibv_async_event *ev, int ms);
+/* The next async event is type, for the QP or CQ element; it is acked. */
+void rc_expect_async_qp(struct rc_env *env, enum ibv_event_type type, struct ibv_qp *qp);
+void rc_expect_async_cq(struct rc_env *env, enum ibv_event_type type, struct ibv_cq *cq);
+void rc_expect_no_async(struct rc_env *env, int ms);
+void rc_drain_async(struct rc_env *env);
+
+/* Posts one receive; asserts it was accepted. */
+void rc_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge, int num_sge);
+/* Posts one signaled send WR; returns ibv_post_send()'s result. */
+int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
+		 int num_sge, uint64_t remote_addr, uint32_t rkey);
+int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
+		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
+		   uint64_t swap);
+
+uint64_t rc_now_ms(void);
+const char *rc_state_name(enum ibv_qp_state s);
+
+#endif
