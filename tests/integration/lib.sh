@@ -6,11 +6,13 @@ failures=0
 cleanup_dirs=()
 trap 'rm -rf "${cleanup_dirs[@]}"' EXIT
 
+# scratch_dir VAR: a new directory, removed at exit, in VAR (no subshell, so the list of
+# directories to remove is this shell's own).
 scratch_dir() {
 	local d
-	d=$(mktemp -d "${TMPDIR:-/tmp}/softrdma-test.XXXXXX")
+	d=$(mktemp -d "${TMPDIR:-/tmp}/softrdma-test.XXXXXX") || { fail "mktemp"; exit 1; }
 	cleanup_dirs+=("$d")
-	echo "$d"
+	printf -v "$1" '%s' "$d"
 }
 
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }

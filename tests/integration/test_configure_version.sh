@@ -2,11 +2,11 @@
 . "$(dirname "$0")/lib.sh"
 : "${SOFTRDMA_SOURCE:?}"
 real_pc=$(pkg-config --variable=pcfiledir libibverbs)/libibverbs.pc
+scratch_dir work
 
 configure_with_version() { # VERSION -> prints cmake's output, returns its status
-	local dir pcdir
-	dir=$(scratch_dir)
-	pcdir="$dir/pc"
+	local dir="$work/$1" pcdir="$work/$1/pc"
+
 	mkdir -p "$pcdir"
 	sed -E "s/^Version:.*/Version: $1/" "$real_pc" >"$pcdir/libibverbs.pc"
 	PKG_CONFIG_PATH="$pcdir" cmake -S "$SOFTRDMA_SOURCE" -B "$dir/build" 2>&1

@@ -5,7 +5,7 @@ deny="$SOFTRDMA_BUILD/bin/deny_io_uring"
 port=$((30000 + $$ % 20000))
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "${cleanup_dirs[@]}"' EXIT
-logs=$(scratch_dir)
+scratch_dir logs
 
 engine_of() { # ENV... -> the engine the provider starts
 	env "$@" SOFTRDMA_VERBOSE=1 "$SOFTRDMA" run -- ibv_devinfo 2>&1 >/dev/null |

@@ -8,8 +8,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 0
 fi
 
-logs=$(scratch_dir)
-cleanup_dirs+=("$logs")	# scratch_dir ran in a subshell: its own += is lost
+scratch_dir logs
 export TMPDIR=$logs	# `softrdma run` trees of a killed run go with the scratch dir
 export SOFTRDMA_VERBOSE=1	# each side says which engine it started
 bg_pids=()

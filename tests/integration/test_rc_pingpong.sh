@@ -2,8 +2,7 @@
 # polling and -e (CQ events), 4096 (default), 1, 65536 and 1048576 bytes.
 . "$(dirname "$0")/lib.sh"
 
-logs=$(scratch_dir)
-cleanup_dirs+=("$logs")	# scratch_dir ran in a subshell: its own += is lost
+scratch_dir logs
 export TMPDIR=$logs	# `softrdma run` trees of a killed run go with the scratch dir
 export SOFTRDMA_VERBOSE=1	# each side says which engine it started
 bg_pids=()

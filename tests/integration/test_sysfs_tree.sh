@@ -3,13 +3,15 @@
 mksysfs="$SOFTRDMA_BUILD/lib/softrdma/softrdma-sysfs"
 
 # A host with two real devices (uverbs0, uverbs1) and their nodes.
-fake=$(scratch_dir)
+scratch_dir fake
 mkdir -p "$fake/sys/class/infiniband_verbs/uverbs0" "$fake/sys/class/infiniband_verbs/uverbs1" \
 	"$fake/sys/class/infiniband/mlx5_0" "$fake/sys/class/infiniband/mlx5_1" "$fake/dev"
 echo 6 >"$fake/sys/class/infiniband_verbs/abi_version"
 touch "$fake/dev/uverbs0" "$fake/dev/uverbs1"
 
-tree=$(scratch_dir)/sysfs
+scratch_dir tree
+
+tree=$tree/sysfs
 node=$(SOFTRDMA_REAL_SYSFS="$fake/sys" SOFTRDMA_REAL_CDEV_DIR="$fake/dev" "$mksysfs" "$tree")
 [ "$node" = uverbs2 ] && pass "picks the first free uverbs index" || fail "picked '$node', expected uverbs2"
 for d in uverbs0 uverbs1; do
@@ -37,7 +39,8 @@ done
 pass "every GID has 8 groups, a type and a netdev"
 
 # The same node GUID every time on one host.
-tree2=$(scratch_dir)/sysfs
+scratch_dir tree2
+tree2=$tree2/sysfs
 "$mksysfs" "$tree2" >/dev/null
 cmp -s "$dev/node_guid" "$tree2/class/infiniband/softrdma0/node_guid" &&
 	pass "node GUID stable" || fail "node GUID changed between runs"

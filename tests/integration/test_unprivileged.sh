@@ -15,7 +15,7 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 # An installed copy that the user can read wherever the build tree lives.
-prefix=$(scratch_dir)
+scratch_dir prefix
 chmod 755 "$prefix"
 cmake --install "$SOFTRDMA_BUILD" --prefix "$prefix" >/dev/null || fail "cmake --install"
 
