@@ -385,7 +385,7 @@ static int begin_frame(struct conn *c)
 	if (wire_parse(c->stage + c->stage_off + 4, frame_len, &c->pkt))
 		return EPROTO;
 	/* Requests on the stream the peer opened, responses on ours; all for this QP. */
-	if (c->pkt.qpn != qp->qpn ||
+	if (c->pkt.qpn != qp->qpn || (wire_opcodes[c->pkt.opcode].flags & OPF_DATAGRAM) ||
 	    !(wire_opcodes[c->pkt.opcode].flags & (c->initiator ? OPF_RESPONSE : OPF_REQUEST)))
 		return EPROTO;
 	c->stage_off += 4 + hdr_len;

@@ -307,7 +307,9 @@ static void stop(void *arg)
 	e->stopping = true;
 	for (int i = 0; i < e->nlisteners; i++) {
 		e->io->ops->remove(e->io, &e->listeners[i]->watch);
+		e->io->ops->remove(e->io, &e->listeners[i]->udp_watch);
 		close(e->listeners[i]->fd);
+		close(e->listeners[i]->udp_fd);
 		free(e->listeners[i]);
 	}
 	e->nlisteners = 0;
@@ -345,35 +347,62 @@ const char *emu_engine_backend(struct emu_engine *e)
 	return e->io->ops->name;
 }
 
-/* A new listening socket on an ephemeral port, all addresses, IPv4 and IPv6. */
+/*
+ * A new listener: a TCP socket on an ephemeral port, all addresses, IPv4 and IPv6, and a UDP
+ * socket on the same port number for UD QPs (a few tries, in case that UDP port is taken).
+ */
 static int listener_open(struct emu_listener **out)
 {
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
-	socklen_t len = sizeof(sa);
 	struct emu_listener *l = calloc(1, sizeof(*l));
-	int off = 0;
+	int err = EADDRINUSE;
 
 	if (!l)
 		return ENOMEM;
-	l->fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (l->fd < 0)
-		goto err;
-	setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-	if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(l->fd, 1024) ||
-	    getsockname(l->fd, (struct sockaddr *)&sa, &len))
-		goto err_close;
-	l->port = ntohs(sa.sin6_port);
+	for (int attempt = 0; attempt < 16 && err == EADDRINUSE; attempt++) {
+		struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
+					   .sin6_addr = IN6ADDR_ANY_INIT };
+		socklen_t len = sizeof(sa);
+		int off = 0;
+
+		l->fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (l->fd < 0) {
+			err = errno;
+			break;
+		}
+		setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+		if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(l->fd, 1024) ||
+		    getsockname(l->fd, (struct sockaddr *)&sa, &len)) {
+			err = errno;
+			close(l->fd);
+			break;
+		}
+		l->port = ntohs(sa.sin6_port);
+		l->udp_fd = ud_socket_open(l->port);
+		if (l->udp_fd >= 0) {
+			err = 0;
+			break;
+		}
+		err = errno;
+		close(l->fd);
+	}
+	if (err) {
+		free(l);
+		return err;
+	}
 	l->watch.fd = l->fd;
 	l->watch.events = IO_IN;
 	l->watch.ready = on_listener_ready;
+	l->udp_watch.fd = l->udp_fd;
+	l->udp_watch.events = IO_IN;
+	l->udp_watch.ready = ud_on_datagram;
 	*out = l;
 	return 0;
+}
 
-err_close:
-	close(l->fd);
-err:
-	free(l);
-	return errno ? errno : EIO;
+struct emu_engine *the_engine_of_watch(struct io_watch *w)
+{
+	(void)w;
+	return the_engine;
 }
 
 struct add_listener_call {
@@ -387,6 +416,11 @@ static void add_listener_on_engine(void *arg)
 	struct emu_engine *e = the_engine;
 
 	call->ret = e->io->ops->add(e->io, &call->l->watch);
+	if (!call->ret) {
+		call->ret = e->io->ops->add(e->io, &call->l->udp_watch);
+		if (call->ret)
+			e->io->ops->remove(e->io, &call->l->watch);
+	}
 }
 
 /* Assigns the QP a QPN: a free index of a listener, opening a new listener when all are full. */
@@ -407,6 +441,7 @@ int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 				l->qps[j] = qp;
 				l->used++;
 				qp->qpn = (uint32_t)l->port << 8 | (uint32_t)j;
+				qp->udp_fd = l->udp_fd;
 				pthread_mutex_unlock(&e->lock);
 				return 0;
 			}
@@ -419,6 +454,7 @@ int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 	engine_call_sync(e, add_listener_on_engine, &call);
 	if (call.ret) {
 		close(call.l->fd);
+		close(call.l->udp_fd);
 		free(call.l);
 		return call.ret;
 	}
@@ -433,6 +469,7 @@ int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 	call.l->qps[0] = qp;
 	call.l->used = 1;
 	qp->qpn = (uint32_t)call.l->port << 8;
+	qp->udp_fd = call.l->udp_fd;
 	pthread_mutex_unlock(&e->lock);
 	return 0;
 }

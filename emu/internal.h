@@ -151,6 +151,8 @@ struct emu_qp {
 
 	bool connect_pending;
 	struct engine_call connect_call;
+	int udp_fd;		/* UD: its listener's datagram socket */
+	uint64_t qkey_violations, dropped_no_recv;	/* UD: what was dropped silently */
 	struct conn *req_conn;	/* stream we opened */
 	struct conn *resp_conn;	/* stream the peer opened */
 	struct sockaddr_in6 peer_addr;	/* from the AV's dgid; port from dest_qp_num */
@@ -162,6 +164,8 @@ struct emu_listener {
 	int fd;
 	uint16_t port;
 	struct io_watch watch;
+	int udp_fd;			/* UD QPs: the same port number, UDP */
+	struct io_watch udp_watch;
 	struct emu_qp *qps[QPS_PER_LISTENER];
 	int used;
 };
@@ -243,6 +247,11 @@ void completer_timer(struct emu_qp *qp);	/* engine thread, qp->lock held */
 /* Completes done WQEs from the oldest on; an error among them takes the QP to ERR. */
 void completer_advance(struct emu_qp *qp);	/* qp->lock held */
 
+/* ud.c: unreliable datagrams over UDP */
+void ud_on_datagram(struct io_watch *w, uint32_t revents);	/* engine thread */
+int ud_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int ud_socket_open(uint16_t port);
+
 /* sink.c */
 /* Places n bytes from src; returns false once the sink refused (the rest is discarded). */
 void sink_place(struct rx_sink *s, const uint8_t *src, size_t n);
@@ -251,6 +260,7 @@ ssize_t sink_recv(struct rx_sink *s, int fd, size_t n);
 uint64_t sge_total_length(const struct ibv_sge *sge, int num_sge);
 /* The process's memory-key table (the engine's). */
 struct mem_table *the_mem_table(void);
+struct emu_engine *the_engine_of_watch(struct io_watch *w);
 
 static inline bool psn_le(uint32_t a, uint32_t b)
 {

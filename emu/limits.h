@@ -22,7 +22,7 @@
 #define EMU_MAX_PD		65536
 #define EMU_MAX_MR		65536
 #define EMU_MAX_MW		0	/* not built yet */
-#define EMU_MAX_AH		0	/* not built yet (UD) */
+#define EMU_MAX_AH		65536
 #define EMU_MAX_QP		16384
 #define EMU_MAX_QP_WR		16384
 #define EMU_MAX_SGE		32
@@ -40,7 +40,7 @@
 
 /*
  * Advertised capability flags: only what the engine really does. RNR NAKs are part of the
- * RC data path. Memory windows, SRQs, UD address handles and multicast are not built yet:
+ * RC data path. Memory windows, SRQs and multicast are not built yet:
  * their limits stay 0 until they are, so applications that probe for them take their
  * fallback path instead of failing later.
  */
@@ -49,6 +49,7 @@
 
 #define EMU_NUM_PORTS		1
 #define EMU_PORT_MTU		IBV_MTU_4096
+#define EMU_PORT_MAX_MSG_UD	4096	/* a UD message fits the path MTU */
 /* RoCE-like: GIDs are IP addresses. CM_SUP waits for the rdma_cm drop-in. */
 #define EMU_PORT_CAP_FLAGS	(IBV_PORT_IP_BASED_GIDS)
 /* Reported as 1X EDR (25 Gb/s): the order of what TCP over loopback moves on a laptop. */

@@ -16,6 +16,7 @@
 #define ATMACK	sizeof(struct wire_atmack)
 #define IMMDT	sizeof(struct wire_immdt)
 #define IETH	sizeof(struct wire_ieth)
+#define DETH	sizeof(struct wire_deth)
 
 const struct wire_opcode_info wire_opcodes[256] = {
 	[OP_RC_SEND_ONLY] = {
@@ -56,6 +57,15 @@ const struct wire_opcode_info wire_opcodes[256] = {
 	},
 	[OP_RC_ACK] = {
 		"RC_ACKNOWLEDGE", HDR_AETH | OPF_RESPONSE, BTH + AETH, .off_aeth = BTH,
+	},
+	[OP_UD_SEND_ONLY] = {
+		"UD_SEND_ONLY", HDR_DETH | OPF_REQUEST | OPF_PAYLOAD | OPF_RECV_WQE | OPF_DATAGRAM,
+		BTH + DETH, .off_deth = BTH,
+	},
+	[OP_UD_SEND_ONLY_IMM] = {
+		"UD_SEND_ONLY_WITH_IMMEDIATE",
+		HDR_DETH | HDR_IMMDT | OPF_REQUEST | OPF_PAYLOAD | OPF_RECV_WQE | OPF_DATAGRAM,
+		BTH + DETH + IMMDT, .off_deth = BTH, .off_immdt = BTH + DETH,
 	},
 	[OP_RC_ATOMIC_ACK] = {
 		"RC_ATOMIC_ACKNOWLEDGE", HDR_AETH | HDR_ATMACK | OPF_RESPONSE, BTH + AETH + ATMACK,
@@ -131,6 +141,10 @@ int wire_parse(const uint8_t *hdr, uint64_t frame_len, struct wire_packet *pkt)
 		memcpy(&pkt->imm, hdr + info->off_immdt, 4);
 	if (info->flags & HDR_IETH)
 		pkt->inv_rkey = get32(hdr + info->off_ieth);
+	if (info->flags & HDR_DETH) {
+		pkt->qkey = get32(hdr + info->off_deth);
+		pkt->src_qp = get32(hdr + info->off_deth + 4) & BTH_QPN_MASK;
+	}
 	return 0;
 }
 
@@ -166,5 +180,9 @@ unsigned int wire_build(uint8_t *buf, const struct wire_packet *pkt)
 		memcpy(hdr + info->off_immdt, &pkt->imm, 4);
 	if (info->flags & HDR_IETH)
 		put32(hdr + info->off_ieth, pkt->inv_rkey);
+	if (info->flags & HDR_DETH) {
+		put32(hdr + info->off_deth, pkt->qkey);
+		put32(hdr + info->off_deth + 4, pkt->src_qp & BTH_QPN_MASK);
+	}
 	return 4 + info->hdr_len;
 }

@@ -66,8 +66,8 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 	struct emu_qp *qp;
 	int ret;
 
-	if (init->type != IBV_QPT_RC)
-		return EOPNOTSUPP;	/* UC and UD are not built yet */
+	if (init->type != IBV_QPT_RC && init->type != IBV_QPT_UD)
+		return EOPNOTSUPP;	/* UC is not built yet */
 	if (!init->send_cq || !init->recv_cq)
 		return EINVAL;
 	ret = check_cap(&init->cap);
@@ -267,6 +267,8 @@ static void apply_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int m
 
 	if (mask & IBV_QP_ACCESS_FLAGS)
 		a->qp_access_flags = attr->qp_access_flags;
+	if (mask & IBV_QP_QKEY)
+		a->qkey = attr->qkey;
 	if (mask & IBV_QP_PKEY_INDEX)
 		a->pkey_index = attr->pkey_index;
 	if (mask & IBV_QP_PORT)
@@ -343,6 +345,8 @@ static void transition_on_engine(void *arg)
 		conn_bind_pending(qp);
 		break;
 	case IBV_QPS_RTS:
+		if (qp->type != IBV_QPT_RC)
+			break;
 		conn_bind_pending(qp);
 		if (!qp->req_conn && qp->state == IBV_QPS_RTS)
 			qp->req_conn = conn_connect(qp);

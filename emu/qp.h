@@ -12,6 +12,15 @@
 
 struct emu_engine;
 struct emu_qp;
+
+/* A UD address handle: the provider allocates it, the engine reads where it points. */
+struct emu_ah {
+	struct ibv_ah ibv_ah;		/* what the application holds */
+	uint8_t dgid[16];
+	uint8_t sgid[16];		/* the GID at ah_attr.grh.sgid_index */
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+};
 struct mem_table;
 
 /* The process's engine, started on first use and stopped with its last user. */

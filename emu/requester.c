@@ -105,6 +105,11 @@ int emu_qp_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 	int ret = 0;
 
 	pthread_mutex_lock(&qp->lock);
+	if (qp->type == IBV_QPT_UD) {
+		ret = ud_post_send(qp, wr, bad_wr);
+		pthread_mutex_unlock(&qp->lock);
+		return ret;
+	}
 	room = qp->cap.max_send_wr - (qp->sq_head - qp->sq_tail);
 	for (w = wr; w; w = w->next, room--) {
 		/* As rxe: a send queue is only open from RTS on (and in ERR, to be flushed). */

@@ -59,6 +59,12 @@ struct wire_atmack {
 	uint64_t orig;
 } __attribute__((packed));
 
+/* Datagram Extended Transport Header (UD). */
+struct wire_deth {
+	uint32_t qkey;
+	uint32_t src_qp;	/* 8 reserved bits, 24-bit source QP */
+} __attribute__((packed));
+
 struct wire_immdt {
 	uint32_t imm;
 } __attribute__((packed));
@@ -95,6 +101,8 @@ enum wire_opcode {
 	OP_RC_CMP_SWAP = 0x13,
 	OP_RC_FETCH_ADD = 0x14,
 	OP_RC_SEND_ONLY_INV = 0x17,
+	OP_UD_SEND_ONLY = 0x64,
+	OP_UD_SEND_ONLY_IMM = 0x65,
 };
 
 /* Which extension headers follow the BTH, and what the packet is. */
@@ -105,18 +113,20 @@ enum {
 	HDR_ATMACK = 1 << 3,
 	HDR_IMMDT = 1 << 4,
 	HDR_IETH = 1 << 5,
+	HDR_DETH = 1 << 6,
 	OPF_REQUEST = 1 << 8,	/* requester -> responder */
 	OPF_RESPONSE = 1 << 9,	/* responder -> requester */
 	OPF_PAYLOAD = 1 << 10,	/* may carry payload */
 	OPF_RECV_WQE = 1 << 11,	/* consumes a receive WQE */
 	OPF_READ_ATOMIC = 1 << 12,	/* uses a max_rd_atomic credit */
+	OPF_DATAGRAM = 1 << 13,	/* UD: travels as one UDP datagram */
 };
 
 struct wire_opcode_info {
 	const char *name;
 	uint32_t flags;
 	uint8_t hdr_len;	/* BTH and extension headers */
-	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt, off_ieth;
+	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt, off_ieth, off_deth;
 };
 
 /* NULL name: not an opcode we accept. */
@@ -141,6 +151,8 @@ struct wire_packet {
 	uint64_t swap_add, compare, orig;
 	uint32_t imm;		/* kept in network order, as ibv_wc.imm_data */
 	uint32_t inv_rkey;
+	uint32_t qkey;		/* DETH */
+	uint32_t src_qp;	/* DETH */
 	uint64_t payload_len;
 };
 

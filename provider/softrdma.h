@@ -94,6 +94,10 @@ int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sr_resize_cq(struct ibv_cq *cq, int cqe);
 void sr_cq_event(struct ibv_cq *cq);
 
+/* ah.c */
+struct ibv_ah *sr_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int sr_destroy_ah(struct ibv_ah *ah);
+
 /* qp.c */
 struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 int sr_destroy_qp(struct ibv_qp *qp);
