@@ -23,6 +23,25 @@ static int check_cap(const struct ibv_qp_cap *cap)
 	return 0;
 }
 
+/*
+ * As rxe: a send WQE is as large as the larger of its SGE list and its inline data, and the
+ * QP gets all of it both ways, so max_send_sge 1 brings 16 bytes of inline data (Debian's
+ * rdma_xclient posts 16 inline bytes on such a QP).
+ */
+static void grant_wqe_room(struct ibv_qp_cap *cap)
+{
+	uint32_t room = cap->max_send_sge * (uint32_t)sizeof(struct ibv_sge);
+
+	if (room < cap->max_inline_data)
+		room = cap->max_inline_data;
+	if (room > EMU_MAX_INLINE_DATA)
+		room = EMU_MAX_INLINE_DATA;
+	if (cap->max_inline_data < room)
+		cap->max_inline_data = room;
+	if (cap->max_send_sge < room / sizeof(struct ibv_sge))
+		cap->max_send_sge = room / (uint32_t)sizeof(struct ibv_sge);
+}
+
 static void free_queues(struct emu_qp *qp)
 {
 	if (qp->sq)
@@ -73,6 +92,7 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 	ret = check_cap(&init->cap);
 	if (ret)
 		return ret;
+	grant_wqe_room(&init->cap);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return ENOMEM;

@@ -120,6 +120,8 @@ EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, str
 			goto err;
 	}
 	cm_id->pd = pd;
+	if (qp_init_attr)
+		qp_init_attr->qp_type = res->ai_qp_type;	/* as librdmacm: the QP type is res's */
 	if (qp_init_attr && !(res->ai_flags & RAI_PASSIVE) &&
 	    rdma_create_qp(cm_id, pd, qp_init_attr))
 		goto err;

@@ -49,8 +49,12 @@ EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 }
 
 /* How much private data the peer's message type carries on the IB CM (zero-padded). */
-static uint8_t padded_private_len(enum rdma_cm_event_type type)
+static uint8_t padded_private_len(enum rdma_cm_event_type type, bool ud)
 {
+	if (ud)
+		return type == RDMA_CM_EVENT_CONNECT_REQUEST ? CM_SIDR_REQ_PRIVATE_DATA :
+		       type == RDMA_CM_EVENT_ESTABLISHED || type == RDMA_CM_EVENT_REJECTED ?
+		       CM_SIDR_REP_PRIVATE_DATA : 0;
 	switch (type) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		return CM_REQ_PRIVATE_DATA;
@@ -81,8 +85,26 @@ int cm_post_event(struct cm_id *id, enum rdma_cm_event_type type, int status,
 	ev->event.status = status;
 	ev->owner = id;
 	p = &ev->event.param.conn;
-	if (msg) {
-		uint8_t len = padded_private_len(type);
+	if (msg && cm_id_is_ud(id)) {
+		struct rdma_ud_param *ud = &ev->event.param.ud;
+		uint8_t len = padded_private_len(type, true);
+		union ibv_gid sgid;
+		int sgid_index = cm_gid_index_of(id->id.verbs, &id->id.route.addr.src_addr, &sgid);
+
+		/* Service ID resolution: the event says how to reach the peer's UD QP. */
+		memcpy(ev->private_data, msg->private_data,
+		       msg->private_data_len < len ? msg->private_data_len : len);
+		ud->private_data = len ? ev->private_data : NULL;
+		ud->private_data_len = len;
+		ud->ah_attr.is_global = 1;
+		ud->ah_attr.port_num = 1;
+		ud->ah_attr.grh.sgid_index = sgid_index < 0 ? 0 : (uint8_t)sgid_index;
+		ud->ah_attr.grh.hop_limit = 64;
+		memcpy(&ud->ah_attr.grh.dgid, msg->gid, 16);
+		ud->qp_num = msg->qpn;
+		ud->qkey = msg->psn;
+	} else if (msg) {
+		uint8_t len = padded_private_len(type, false);
 
 		memcpy(ev->private_data, msg->private_data,
 		       msg->private_data_len < len ? msg->private_data_len : len);
@@ -126,11 +148,17 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 	do
 		n = read(ch->channel.fd, &byte, 1);
 	while (n < 0 && errno == EINTR);
-	if (n != 1) {
-		if (n == 0)
-			errno = ENODEV;
-		return -1;
+	if (n == 0) {
+		/*
+		 * The channel was destroyed under this blocked reader. The real library's read
+		 * would just go on waiting, and applications (rping) rely on that thread staying
+		 * quiet while they exit: so does this one.
+		 */
+		for (;;)
+			pause();
 	}
+	if (n != 1)
+		return -1;
 	pthread_mutex_lock(&ch->lock);
 	ev = ch->head;
 	if (ev) {

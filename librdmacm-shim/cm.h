@@ -24,7 +24,10 @@
 #define CM_REQ_PRIVATE_DATA	56
 #define CM_REP_PRIVATE_DATA	196
 #define CM_REJ_PRIVATE_DATA	148
-#define CM_MAX_PRIVATE_DATA	CM_REP_PRIVATE_DATA
+#define CM_SIDR_REQ_PRIVATE_DATA	216	/* UD: service ID resolution */
+#define CM_SIDR_REP_PRIVATE_DATA	136
+#define CM_MAX_PRIVATE_DATA	CM_SIDR_REQ_PRIVATE_DATA
+#define CM_UD_QKEY			0x01234567u	/* RDMA_UDP_QKEY of the kernel's CM */
 
 /* IB CM reject reasons the events report as status. */
 #define CM_REJ_INVALID_SERVICE_ID	8	/* nobody listens on that port */
@@ -41,7 +44,7 @@ struct cm_msg {
 	uint16_t version;
 	uint16_t type;
 	uint32_t qpn;
-	uint32_t psn;
+	uint32_t psn;			/* UD (SIDR): the Q_Key */
 	uint8_t gid[16];		/* the sender's GID: where its QP lives */
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
@@ -149,6 +152,11 @@ int cm_send_msg(int sock, const struct cm_msg *msg);
 void cm_handle_accept(struct cm_id *listener);		/* listener readable */
 void cm_handle_msg(struct cm_id *id, const struct cm_msg *msg);
 void cm_handle_conn_lost(struct cm_id *id);
+
+static inline bool cm_id_is_ud(const struct cm_id *id)
+{
+	return id->id.qp_type == IBV_QPT_UD;
+}
 
 /* qp.c */
 int cm_qp_to_rtr_rts(struct cm_id *id, const struct cm_msg *peer, bool active);

@@ -128,7 +128,8 @@ EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_para
 	int ret;
 
 	if (!cid || cid->state != CM_ROUTE_RESOLVED ||
-	    (conn_param && conn_param->private_data_len > CM_REQ_PRIVATE_DATA) ||
+	    (conn_param && conn_param->private_data_len >
+			   (cm_id_is_ud(cid) ? CM_SIDR_REQ_PRIVATE_DATA : CM_REQ_PRIVATE_DATA)) ||
 	    (!id->qp && !conn_param)) {
 		errno = EINVAL;
 		return -1;
@@ -152,6 +153,8 @@ EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_para
 	}
 	msg_init(&req, CM_MSG_REQ);
 	fill_from_param(&req, cid, conn_param, id->qp ? id->qp->qp_num : conn_param->qp_num);
+	if (cm_id_is_ud(cid))
+		req.psn = CM_UD_QKEY;
 	cid->state = CM_CONNECTING;
 	ret = cm_thread_watch(cid);
 	if (!ret)
@@ -174,7 +177,8 @@ EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param
 	int ret;
 
 	if (!cid || cid->state != CM_REQ_RECEIVED ||
-	    (conn_param && conn_param->private_data_len > CM_REP_PRIVATE_DATA) ||
+	    (conn_param && conn_param->private_data_len >
+			   (cm_id_is_ud(cid) ? CM_SIDR_REP_PRIVATE_DATA : CM_REP_PRIVATE_DATA)) ||
 	    (!id->qp && !conn_param)) {
 		errno = EINVAL;
 		return -1;
@@ -190,7 +194,7 @@ EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param
 	cid->local_param = *conn_param;
 	cid->local_param.private_data = NULL;
 	cid->local_psn = random_psn();
-	if (id->qp) {
+	if (id->qp && !cm_id_is_ud(cid)) {
 		ret = cm_qp_to_rtr_rts(cid, &cid->peer, false);
 		if (ret) {
 			errno = ret;
@@ -199,6 +203,15 @@ EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param
 	}
 	msg_init(&rep, CM_MSG_REP);
 	fill_from_param(&rep, cid, conn_param, id->qp ? id->qp->qp_num : conn_param->qp_num);
+	if (cm_id_is_ud(cid)) {
+		/* A SIDR reply ends it: the passive side gets no further event. */
+		rep.psn = CM_UD_QKEY;
+		cid->state = CM_ESTABLISHED;
+		ret = cm_send_msg(cid->sock, &rep);
+		if (ret)
+			errno = ret;
+		return ret ? -1 : 0;
+	}
 	cid->state = CM_ACCEPTED;
 	ret = cm_send_msg(cid->sock, &rep);
 	if (ret) {
@@ -404,6 +417,11 @@ static void handle_rep(struct cm_id *id, const struct cm_msg *msg)
 	int ret;
 
 	id->peer = *msg;
+	if (cm_id_is_ud(id)) {
+		id->state = CM_ESTABLISHED;
+		cm_post_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, msg, NULL);
+		return;
+	}
 	if (!id->id.qp) {
 		id->state = CM_REP_RECEIVED;
 		cm_post_event(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, msg, NULL);

@@ -12,7 +12,6 @@
 
 #include "cm.h"
 
-#define CM_QKEY		0x01234567	/* RDMA_UDP_QKEY of the kernel's CM */
 #define CM_MIN_RNR_TIMER 12		/* 0.64 ms, the kernel CM's default */
 
 static pthread_mutex_t pd_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -70,7 +69,7 @@ static int fill_qp_attr(struct cm_id *id, enum ibv_qp_state state, struct ibv_qp
 		attr->port_num = 1;
 		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 		if (id->id.qp_type == IBV_QPT_UD) {
-			attr->qkey = CM_QKEY;
+			attr->qkey = CM_UD_QKEY;
 			*mask |= IBV_QP_QKEY;
 		} else {
 			attr->qp_access_flags = 0;
@@ -78,6 +77,10 @@ static int fill_qp_attr(struct cm_id *id, enum ibv_qp_state state, struct ibv_qp
 		}
 		return 0;
 	case IBV_QPS_RTR:
+		if (cm_id_is_ud(id)) {
+			*mask = IBV_QP_STATE;
+			return 0;
+		}
 		if (id->state < CM_CONNECTING)
 			return EINVAL;
 		sgid_index = cm_gid_index_of(id->id.verbs, &id->id.route.addr.src_addr, &sgid);
@@ -102,6 +105,11 @@ static int fill_qp_attr(struct cm_id *id, enum ibv_qp_state state, struct ibv_qp
 			IBV_QP_ACCESS_FLAGS;
 		return 0;
 	case IBV_QPS_RTS:
+		if (cm_id_is_ud(id)) {
+			attr->sq_psn = 0;
+			*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+			return 0;
+		}
 		if (id->state < CM_CONNECTING)
 			return EINVAL;
 		attr->sq_psn = id->local_psn;
@@ -230,6 +238,11 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *
 	id->qp = qp;
 	id->pd = attr->pd;
 	ret = modify_to(to_cm_id(id), IBV_QPS_INIT);
+	/* A UD QP needs no peer: it is ready to send at once, as the kernel's CM makes it. */
+	if (!ret && cm_id_is_ud(to_cm_id(id)))
+		ret = modify_to(to_cm_id(id), IBV_QPS_RTR);
+	if (!ret && cm_id_is_ud(to_cm_id(id)))
+		ret = modify_to(to_cm_id(id), IBV_QPS_RTS);
 	if (ret) {
 		ibv_destroy_qp(qp);
 		id->qp = NULL;
