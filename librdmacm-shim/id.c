@@ -227,8 +227,12 @@ static int bind_socket(struct cm_id *id, const struct sockaddr *addr)
 	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
-	if (id->reuseaddr)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/*
+	 * Connections accepted on a port keep it busy for TCP, not for rdma_cm: a new
+	 * listener on the port of one just destroyed must work (perftest -R does that).
+	 * Two listeners on one port are still refused.
+	 */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (addr->sa_family == AF_INET6 && id->afonly >= 0)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &id->afonly, sizeof(id->afonly));
 	if (bind(fd, addr, len)) {
