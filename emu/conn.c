@@ -352,11 +352,18 @@ static int handle_hello(struct conn *c)
 	if (!qp || qp->type != IBV_QPT_RC)
 		return ENOENT;	/* as hardware: nobody answers for a QP that is not there */
 	pthread_mutex_lock(&qp->lock);
-	if (qp->resp_conn)
-		conn_close(qp->resp_conn);	/* the requester reconnected */
 	c->qp = qp;
 	c->hello_src_qpn = ntohl(h.src_qpn);
 	c->state = CONN_OPEN;
+	/* Once the QP knows its peer, an impostor is hung up on before it can displace it. */
+	if (qp->state >= IBV_QPS_RTR && qp->state != IBV_QPS_ERR &&
+	    (c->hello_src_qpn != qp->attr.dest_qp_num || !peer_matches(qp, c))) {
+		conn_close(c);
+		pthread_mutex_unlock(&qp->lock);
+		return 0;
+	}
+	if (qp->resp_conn)
+		conn_close(qp->resp_conn);	/* the requester reconnected */
 	qp->resp_conn = c;
 	/* Until the QP is RTR it cannot check the peer nor take requests: leave them queued. */
 	c->paused = true;
