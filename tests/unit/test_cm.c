@@ -22,13 +22,18 @@ struct side {
 	struct rdma_cm_id *id;
 };
 
-static int next_port = 0;
-
-static int fresh_port(void)
+/* A port nobody listens on: the kernel's pick, released at once. */
+static int closed_port(void)
 {
-	if (!next_port)
-		next_port = 21000 + getpid() % 20000;
-	return next_port++;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	close(fd);
+	return ntohs(sin.sin_port);
 }
 
 /* The next event on ch within 5 s; fails the test otherwise. */
@@ -59,16 +64,20 @@ static struct sockaddr_in loopback(int port)
 	return sin;
 }
 
-static void start_listener(struct side *s, int port)
+/* A listener on 127.0.0.1 and a port the system picks (port 0); returns that port. */
+static int start_listener(struct side *s)
 {
-	struct sockaddr_in sin = loopback(port);
+	struct sockaddr_in sin = loopback(0);
+	int port;
 
 	s->ch = rdma_create_event_channel();
 	assert_non_null(s->ch);
 	assert_int_equal(rdma_create_id(s->ch, &s->id, NULL, RDMA_PS_TCP), 0);
 	assert_int_equal(rdma_bind_addr(s->id, (struct sockaddr *)&sin), 0);
 	assert_int_equal(rdma_listen(s->id, 16), 0);
-	assert_int_equal(ntohs(rdma_get_src_port(s->id)), port);
+	port = ntohs(rdma_get_src_port(s->id));
+	assert_int_not_equal(port, 0);
+	return port;
 }
 
 /* A client id resolved to 127.0.0.1:port with a QP (its own default CQs). */
@@ -132,10 +141,10 @@ static void test_connect_and_private_data(void **state)
 	struct rdma_cm_id *conn;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
-	int port = fresh_port();
+	int port;
 
 	(void)state;
-	start_listener(&srv, port);
+	port = start_listener(&srv);
 	start_client(&cli, port);
 	assert_int_equal(rdma_connect(cli.id, &param), 0);
 	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -180,10 +189,10 @@ static void test_reject_carries_private_data(void **state)
 	struct side srv = { 0 }, cli = { 0 };
 	struct rdma_conn_param param = { .retry_count = 7 };
 	struct rdma_cm_event *e;
-	int port = fresh_port();
+	int port;
 
 	(void)state;
-	start_listener(&srv, port);
+	port = start_listener(&srv);
 	start_client(&cli, port);
 	assert_int_equal(rdma_connect(cli.id, &param), 0);
 	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -208,10 +217,10 @@ static void test_private_data_too_long_is_refused(void **state)
 	struct side srv = { 0 }, cli = { 0 };
 	static const uint8_t big[57];
 	struct rdma_conn_param param = { .private_data = big, .private_data_len = 57 };
-	int port = fresh_port();
+	int port;
 
 	(void)state;
-	start_listener(&srv, port);
+	port = start_listener(&srv);
 	start_client(&cli, port);
 	errno = 0;
 	assert_int_equal(rdma_connect(cli.id, &param), -1);
@@ -227,7 +236,7 @@ static void test_connect_to_closed_port_is_rejected(void **state)
 	struct rdma_cm_event *e;
 
 	(void)state;
-	start_client(&cli, fresh_port());	/* nobody listens there */
+	start_client(&cli, closed_port());
 	assert_int_equal(rdma_connect(cli.id, &param), 0);
 	e = next_event(cli.ch, RDMA_CM_EVENT_REJECTED);
 	assert_int_equal(e->status, 8);	/* IB_CM_REJ_INVALID_SERVICE_ID, as on RoCE */
@@ -240,10 +249,10 @@ static void test_server_disconnects(void **state)
 	struct side srv = { 0 }, cli = { 0 };
 	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *conn;
-	int port = fresh_port();
+	int port;
 
 	(void)state;
-	start_listener(&srv, port);
+	port = start_listener(&srv);
 	start_client(&cli, port);
 	assert_int_equal(rdma_connect(cli.id, &param), 0);
 	conn = accept_one(&srv, NULL, 0);
@@ -265,10 +274,10 @@ static void test_destroy_while_connected(void **state)
 	struct side srv = { 0 }, cli = { 0 };
 	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *conn;
-	int port = fresh_port();
+	int port;
 
 	(void)state;
-	start_listener(&srv, port);
+	port = start_listener(&srv);
 	start_client(&cli, port);
 	assert_int_equal(rdma_connect(cli.id, &param), 0);
 	conn = accept_one(&srv, NULL, 0);
@@ -289,10 +298,10 @@ static void test_many_connections_one_listener(void **state)
 	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *conn[N];
 	uint32_t qpns[N];
-	int port = fresh_port();
+	int port;
 
 	(void)state;
-	start_listener(&srv, port);
+	port = start_listener(&srv);
 	for (int i = 0; i < N; i++) {
 		start_client(&cli[i], port);
 		assert_int_equal(rdma_connect(cli[i].id, &param), 0);
@@ -324,7 +333,7 @@ static void test_many_connections_one_listener(void **state)
 static void test_event_channel_fd_works_with_epoll(void **state)
 {
 	struct side cli = { 0 };
-	struct sockaddr_in dst = loopback(fresh_port());
+	struct sockaddr_in dst = loopback(closed_port());
 	struct epoll_event ev = { .events = EPOLLIN }, out;
 	struct rdma_cm_event *e;
 	int ep = epoll_create1(0);
