@@ -448,10 +448,13 @@ static void peer_disconnected(struct cm_id *id)
 	if (was_connected)
 		id->state = CM_DISCONNECTED;
 	pthread_mutex_unlock(&id->lock);
-	if (!was_connected)
-		return;
-	cm_qp_to_error(id);
-	cm_post_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL);
+	/*
+	 * Only the event: as the kernel's CM, this thread never touches the application's QP,
+	 * which the application may be destroying right now. Its own rdma_disconnect() stops
+	 * the QP; until then what the peer already answered still completes normally.
+	 */
+	if (was_connected)
+		cm_post_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL);
 }
 
 void cm_handle_msg(struct cm_id *id, const struct cm_msg *msg)

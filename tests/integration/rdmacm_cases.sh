@@ -1,0 +1,265 @@
+# Shared by test_rdmacm_utils.sh (loopback) and test_rdmacm_netns.sh (two namespaces): the
+# unmodified rdma_cm programs of Debian's rdmacm-utils and perftest's rdma_cm mode (-R), run
+# as a server and a client on the drop-in librdmacm, each pair checked for both exit codes
+# and its key output lines. Sourced after lib.sh; the sourcing script sets
+#   logs          its scratch directory
+#   bg_pids=()    and kills what is left in it at exit
+#   srv_in cli_in arrays: the prefix that runs a command on the server's or the client's side
+#                 (`ip netns exec NS`), empty on loopback
+#   where_srv where_cli  how failure messages name the sides (" (in NS)"), may be empty
+#   engine        uring or epoll, exported as SOFTRDMA_ENGINE; SOFTRDMA_VERBOSE=1 exported
+# rdma_cm port P is TCP port P of the same address here (docs/rdma-cm.md), so a server
+# listens once `ss -ltn` shows its port.
+
+srv_ss() { "${srv_in[@]}" ss "$@"; }
+
+# Ports below the ephemeral range (where the engine's own listeners are), offset by $$.
+port=$((20000 + $$ % 600 * 20))
+# next_port: sets $port to the next port no TCP socket on the server's side uses.
+next_port() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		port=$((port >= 31999 ? 20000 : port + 1))
+		[ -z "$(srv_ss -tanH "( sport = :$port or dport = :$port )")" ] && return 0
+	done
+	fail "no free TCP port in 20000-31999 near $port"
+	return 1
+}
+
+# perftest_fault: succeeds, saying what happened, when the last pair failed only for one of
+# perftest's own faults, which a second run does not meet:
+# - it samples its cycle counter against gettimeofday after the run and gives up when the
+#   samples scatter, as they do when other processes take the CPUs;
+# - with -R its server destroys the listener of its control connection and listens on the
+#   same port again only after a handshake over that connection, while the client connects
+#   right after the same handshake. A client first is rejected (status 8, invalid service
+#   ID, as a RoCE peer's CM answers), and perftest's retry then reuses the rdma_cm ids and
+#   event channel it has just destroyed (rdma_cm_client_connection after
+#   rdma_cm_destroy_cma in perftest 4.5-0.17; fixed upstream by 3d9d8d0, "Fix crashes and
+#   logical flaws in RDMA CM connection retry"): a segmentation fault.
+perftest_fault() {
+	local calib
+	if grep -q "^Can't produce a report" "$logs/client" "$logs/server" &&
+		calib=$(grep -h '^Correlation coefficient r^2: .* < 0\.9$' "$logs/client" "$logs/server"); then
+		echo "perftest could not calibrate its cycle counter ($(head -n1 <<<"$calib"))"
+	elif grep -q '^Event: RDMA_CM_EVENT_REJECTED; error: 8\.$' "$logs/client"; then
+		echo "perftest's client connected before its server listened again (REJECTED, status 8)"
+	else
+		return 1
+	fi
+}
+
+# run_pair LABEL SERVER_CMD... -- CLIENT_CMD...: both under `softrdma run` and `timeout`, the
+# client once the server listens on TCP port $port. Sets srv_out and cli_out; fails (showing
+# both commands and outputs) unless both sides exit 0, then checks that each side started
+# the $engine engine. Variables of the caller change that:
+#   server_stays=1  the server serves until it is killed (cmtime): it must still run when the
+#                   client is done, and is then stopped;
+#   uses_device=0   the programs never open the device (rsockets are kernel TCP sockets);
+#   perftest_retry=1  a run that failed only for perftest's own faults returns 2.
+run_pair() {
+	local label=$1 srv=() cli=() spid cpid srv_rc cli_rc i side stopped=0 why note=""
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	timeout -k 5 60 "${srv_in[@]}" "$SOFTRDMA" run -- "${srv[@]}" >"$logs/server" 2>&1 &
+	spid=$!
+	bg_pids=("$spid")
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(srv_ss -ltnH "sport = :$port")" ] && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -z "$(srv_ss -ltnH "sport = :$port")" ]; then
+		kill "$spid" 2>/dev/null; wait "$spid"; srv_rc=$?
+		fail "$label: server not listening on port $port after 10 s (exit $srv_rc): ${srv[*]}"
+		sed 's/^/  server| /' "$logs/server" >&2
+		srv_out="" cli_out="" bg_pids=()
+		return 1
+	fi
+	timeout -k 5 60 "${cli_in[@]}" "$SOFTRDMA" run -- "${cli[@]}" >"$logs/client" 2>&1 &
+	cpid=$!
+	bg_pids+=("$cpid")
+	wait "$cpid"; cli_rc=$?
+	if [ "${server_stays:-0}" = 1 ] && kill -0 "$spid" 2>/dev/null; then
+		stopped=1
+		kill "$spid" 2>/dev/null
+	elif [ $cli_rc -ne 0 ]; then
+		kill "$spid" 2>/dev/null	# it would wait for its peer until timeout
+	fi
+	wait "$spid"; srv_rc=$?
+	if [ $stopped = 1 ] && [ $srv_rc = 143 ]; then	# the SIGTERM it was stopped with
+		srv_rc=0 note=" (the server stopped once the client was done)"
+	fi
+	bg_pids=()
+	srv_out=$(<"$logs/server") cli_out=$(<"$logs/client")
+	if [ $srv_rc -eq 0 ] && [ $cli_rc -eq 0 ]; then
+		pass "$label: both sides exit 0$note"
+	elif [ "${perftest_retry:-0}" = 1 ] && why=$(perftest_fault); then
+		echo "note: $label: $why; once more"
+		return 2
+	else
+		if [ "${server_stays:-0}" = 1 ] && [ $stopped = 0 ]; then
+			fail "$label: server exited $srv_rc by itself (it serves until stopped), client $cli_rc"
+		else
+			fail "$label: server exited $srv_rc, client $cli_rc (124: timed out, 143: killed after the client failed)"
+		fi
+		echo "  server$where_srv: ${srv[*]}" >&2
+		sed 's/^/  server| /' "$logs/server" >&2
+		echo "  client$where_cli: ${cli[*]}" >&2
+		sed 's/^/  client| /' "$logs/client" >&2
+		return 1
+	fi
+	[ "${uses_device:-1}" = 1 ] || return 0
+	for side in server client; do
+		expect_contains "$label: $side ran the $engine engine" "$(<"$logs/$side")" \
+			"^softrdma: engine started \\(${engine/uring/io_uring}\\)\$"
+	done
+}
+
+# side_out SIDE: the output of that side of the last pair.
+side_out() { if [ "$1" = server ]; then echo "$srv_out"; else echo "$cli_out"; fi; }
+
+# both LABEL PATTERN: PATTERN on a line of each side's output.
+both() {
+	local side
+	for side in server client; do
+		expect_contains "$1: $side: $2" "$(side_out $side)" "$2"
+	done
+}
+
+nz='([1-9][0-9]*\.[0-9]+|0\.[0-9]*[1-9][0-9]*)'	# a non-zero decimal
+sp='[[:space:]]+'	# perftest separates its columns with spaces and tabs
+
+# case_rping LABEL ADDRESS: 100 pings to ADDRESS (-C 100), the client verifying every reply
+# (-V) and printing it (-v): rdma-ping-0 to rdma-ping-99, once each and in order.
+case_rping() {
+	local label=$1 addr=$2 got
+	next_port || return 1
+	run_pair "$label" rping -s -a "$addr" -p "$port" -C 100 -- \
+		rping -c -a "$addr" -p "$port" -C 100 -v -V || return 1
+	expect_contains "$label: client: last ping" "$cli_out" '^ping data: rdma-ping-99: '
+	got=$(sed -En 's/^ping data: rdma-ping-([0-9]+): .*/\1/p' <<<"$cli_out" | paste -sd ' ')
+	if [ "$got" = "$(seq 0 99 | paste -sd ' ')" ]; then
+		pass "$label: client: rdma-ping-0 to rdma-ping-99, once each, in order"
+	else
+		fail "$label: client: the pings are not rdma-ping-0 to rdma-ping-99 in order:"
+		echo "$cli_out" >&2
+	fi
+	expect_absent "$label: client: no data mismatch" "$cli_out" 'mismatch'
+}
+
+# case_ucmatose ADDRESS: 4 connections, each sending messages both ways.
+case_ucmatose() {
+	local label="$engine ucmatose" addr=$1
+	next_port || return 1
+	run_pair "$label" ucmatose -p "$port" -c 4 -- ucmatose -s "$addr" -p "$port" -c 4 || return 1
+	both "$label" '^data transfers complete$'
+	both "$label" '^test complete$'
+	both "$label" '^return status 0$'
+}
+
+# case_rdma_server SERVER CLIENT ADDRESS: rdma_server / rdma_client, or rdma_xserver /
+# rdma_xclient (rdma_create_ep, rdma_get_request; synchronous ids).
+case_rdma_server() {
+	local label="$engine $1/$2" addr=$3
+	next_port || return 1
+	run_pair "$label" "$1" -p "$port" -- "$2" -s "$addr" -p "$port" || return 1
+	expect_contains "$label: server end 0" "$srv_out" "^$1: end 0\$"
+	expect_contains "$label: client end 0" "$cli_out" "^$2: end 0\$"
+}
+
+# case_udaddy ADDRESS: UD QPs through the CM. udaddy has no port option: always port 7174.
+case_udaddy() {
+	local label="$engine udaddy" addr=$1 port=7174 i
+	for ((i = 0; i < 50; i++)); do
+		[ -z "$(srv_ss -ltnH "sport = :$port")" ] && break
+		sleep 0.2
+	done
+	if [ -n "$(srv_ss -ltnH "sport = :$port")" ]; then
+		fail "$label: port 7174, which udaddy always uses, is taken: $(srv_ss -ltnpH "sport = :$port")"
+		return 1
+	fi
+	run_pair "$label" udaddy -- udaddy -s "$addr" || return 1
+	expect_contains "$label: server started" "$srv_out" '^udaddy: starting server$'
+	expect_contains "$label: client started" "$cli_out" '^udaddy: starting client$'
+	both "$label" '^data transfers complete$'
+	both "$label" '^test complete$'
+	both "$label" '^return status 0$'
+}
+
+# case_rsocket rstream|riostream ADDRESS TEST: the server bound to ADDRESS, each side printing
+# its table of results: TEST "lat" is 1000 round trips of 64 bytes, "bw" 50 MiB each way in
+# 1 MiB messages. (Not their default series of 8 tests: its 100,000 64-byte round trips take
+# a second on an idle host and close to a minute on a busy one.) rsockets here are kernel TCP
+# sockets with framing (docs/rdma-cm.md): they never open the device, so neither side starts
+# an engine.
+case_rsocket() {
+	local prog=$1 addr=$2 test=$3 label="$engine $1 $3" args=() row side uses_device=0
+	case $test in
+	lat) args=(-S 64 -C 1 -I 1000) row="custom 64 1 1k 125k" ;;
+	bw) args=(-S 1048576 -C 50 -I 1) row="custom 1m 50 1 100m" ;;
+	esac
+	next_port || return 1
+	run_pair "$label" "$prog" -b "$addr" -p "$port" "${args[@]}" -- \
+		"$prog" -s "$addr" -p "$port" "${args[@]}" || return 1
+	both "$label" "^name +bytes +xfers +iters +total +time +Gb/sec +usec/xfer\$"
+	for side in server client; do
+		expect_contains "$label: $side: result" "$(side_out $side)" \
+			"^${row// / +} +[0-9.]+s +[0-9.]+ +$nz\$"
+	done
+}
+
+# case_cmtime ADDRESS: 100 connections set up and torn down, each step timed. The server
+# serves until it is stopped.
+case_cmtime() {
+	local label="$engine cmtime" addr=$1 step server_stays=1
+	next_port || return 1
+	run_pair "$label" cmtime -p "$port" -- cmtime -s "$addr" -p "$port" || return 1
+	expect_contains "$label: client: step table" "$cli_out" '^step +total ms +max ms +min us +us / conn$'
+	for step in "create id" "resolve addr" "resolve route" "create qp" "disconnect" "destroy"; do
+		expect_contains "$label: client: $step" "$cli_out" "^$step *: +([0-9.]+ +){3}[0-9.]+\$"
+	done
+	expect_contains "$label: client: connect" "$cli_out" "^connect *: +$nz +([0-9.]+ +){2}$nz\$"
+}
+
+bw_line() { echo "^ *$1$sp$2$sp[0-9.]+$sp$nz$sp[0-9.]+"; }
+lat_line() { echo "^ *$1$sp$2$sp[0-9.]+$sp[0-9.]+$sp$nz$sp$nz"; }
+
+# case_perf SERVER_IP LABEL SIDES PATTERN PROGRAM ARGS...: a perftest benchmark with its QPs
+# connected by rdma_cm (-R), the client dialing SERVER_IP. Both sides must say so; each of
+# SIDES must show the result line PATTERN. Up to eight runs, the later ones only after one of
+# perftest's own faults (its -R race hits about one run in ten, more on a busy host). (The
+# GIDs perftest prints are not checked: with -R they are the GID it would pick for itself
+# without rdma_cm, index 0 here, not those of the CM's path.)
+case_perf() {
+	local ip_s=$1 label=$2 sides=$3 pattern=$4 side try rc perftest_retry
+	shift 4
+	for ((try = 1; try <= 8; try++)); do
+		next_port || return 1
+		perftest_retry=$((try < 8))
+		run_pair "$label" "$@" -R -d softrdma0 -p "$port" -- "$@" -R -d softrdma0 -p "$port" "$ip_s"
+		rc=$?
+		[ $rc -ne 2 ] && break
+	done
+	[ $rc -eq 0 ] || return 1
+	both "$label" '^ rdma_cm QPs[[:space:]]*: ON$'
+	both "$label" '^ Data ex\. method : rdma_cm$'
+	for side in $sides; do
+		expect_contains "$label: $side result" "$(side_out "$side")" "$pattern"
+	done
+}
+
+# all_perf SERVER_IP: the RC benchmarks over rdma_cm. (Not ib_send_bw -R -c UD yet: its
+# server never finishes.)
+all_perf() {
+	local n=200 t
+	for t in ib_write_bw ib_read_bw; do
+		case_perf "$1" "$engine $t -R" "server client" "$(bw_line 65536 $n)" $t -n $n
+	done
+	case_perf "$1" "$engine ib_atomic_bw -R" "server client" "$(bw_line 8 $n)" ib_atomic_bw -n $n
+	case_perf "$1" "$engine ib_send_lat -R" "server client" "$(lat_line 2 $n)" ib_send_lat -n $n
+	# The server of ib_read_lat is passive and prints no result.
+	case_perf "$1" "$engine ib_read_lat -R" client "$(lat_line 2 $n)" ib_read_lat -n $n
+}

@@ -1,0 +1,34 @@
+# Debian's unmodified rdma_cm programs between two processes on loopback, through the drop-in
+# librdmacm: rping (IPv4 and IPv6), ucmatose, rdma_server/rdma_client,
+# rdma_xserver/rdma_xclient, udaddy (UD), rstream and riostream (rsockets), cmtime, and
+# perftest's rdma_cm mode (-R). Everything on the io_uring engine, the quick ones on epoll too.
+. "$(dirname "$0")/lib.sh"
+
+scratch_dir logs
+export TMPDIR=$logs	# `softrdma run` trees of a killed run go with the scratch dir
+export SOFTRDMA_VERBOSE=1	# each side says which engine it started
+bg_pids=()
+trap 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done; wait; rm -rf "${cleanup_dirs[@]}"' EXIT
+trap 'exit 130' INT TERM
+
+srv_in=() cli_in=() where_srv="" where_cli=""
+. "$(dirname "$0")/rdmacm_cases.sh"
+
+for engine in uring epoll; do
+	export SOFTRDMA_ENGINE=$engine
+	case_rping "$engine rping 127.0.0.1" 127.0.0.1
+	case_rping "$engine rping ::1" ::1
+	case_ucmatose 127.0.0.1
+	case_rdma_server rdma_server rdma_client 127.0.0.1
+	case_rdma_server rdma_xserver rdma_xclient 127.0.0.1
+	case_udaddy 127.0.0.1
+	case_cmtime 127.0.0.1
+	case_rsocket rstream 127.0.0.1 lat
+	case_rsocket rstream 127.0.0.1 bw
+	[ $engine = uring ] || continue
+	# Once: no engine carries rsockets, and perftest runs on both engines in test_perftest.
+	case_rsocket riostream 127.0.0.1 lat
+	case_rsocket riostream 127.0.0.1 bw
+	all_perf 127.0.0.1
+done
+finish
