@@ -315,12 +315,14 @@ EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	if (connected)
 		cid->state = CM_DISCONNECTED;
 	pthread_mutex_unlock(&cid->lock);
-	if (!connected) {
-		errno = EINVAL;
-		return -1;
-	}
-	/* As librdmacm: the QP stops first, flushing what is posted. */
+	/*
+	 * As the kernel's rdma_disconnect(): the QP stops first, flushing what is posted, even
+	 * when the peer disconnected already (rping's CQ thread waits for that flush); only a
+	 * connected id sends DREQ and reports DISCONNECTED.
+	 */
 	cm_qp_to_error(cid);
+	if (!connected)
+		return 0;
 	msg_init(&dreq, CM_MSG_DREQ);
 	cm_send_msg(cid->sock, &dreq);
 	cm_post_event(cid, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL);
