@@ -22,6 +22,8 @@
 #define FRAMES_PER_WAKE	256	/* then let other streams have a turn */
 
 static void conn_ready(struct io_watch *w, uint32_t revents);
+static void conn_read(struct conn *c);
+static size_t staged(const struct conn *c);
 
 static struct conn *conn_new(struct emu_engine *e, int fd, bool initiator)
 {
@@ -64,6 +66,15 @@ void conn_set_paused(struct conn *c, bool paused)
 {
 	c->paused = paused;
 	set_watch(c);
+	/* What was read ahead before the pause is not announced by the socket again. */
+	if (!paused && staged(c))
+		engine_kick(c->engine, c);
+}
+
+void conn_process_staged(struct conn *c)
+{
+	if (c->state != CONN_CLOSED && !c->paused)
+		conn_read(c);
 }
 
 /* Called with c->qp->lock held when the stream is bound to a QP. */
@@ -82,6 +93,7 @@ void conn_close(struct conn *c)
 	c->txq_tail = NULL;
 	pthread_mutex_unlock(&c->tx_lock);
 	engine_unwatch(c->engine, &c->watch);
+	engine_unkick(c->engine, c);
 	close(c->watch.fd);
 	c->watch.fd = -1;
 	if (c->qp) {
@@ -349,7 +361,7 @@ static int handle_hello(struct conn *c)
 	    ntohs(h.length) != sizeof(h))
 		return EPROTO;
 	qp = engine_find_qp(c->engine, ntohl(h.dst_qpn));
-	if (!qp || qp->type != IBV_QPT_RC)
+	if (!qp || !qp_is_connected(qp))
 		return ENOENT;	/* as hardware: nobody answers for a QP that is not there */
 	pthread_mutex_lock(&qp->lock);
 	c->qp = qp;
@@ -391,8 +403,10 @@ static int begin_frame(struct conn *c)
 		return EAGAIN;
 	if (wire_parse(c->stage + c->stage_off + 4, frame_len, &c->pkt))
 		return EPROTO;
-	/* Requests on the stream the peer opened, responses on ours; all for this QP. */
-	if (c->pkt.qpn != qp->qpn || (wire_opcodes[c->pkt.opcode].flags & OPF_DATAGRAM) ||
+	/* Requests on the stream the peer opened, responses on ours; all for this QP, in its
+	 * transport (which also keeps UD opcodes off streams). */
+	if (c->pkt.qpn != qp->qpn ||
+	    (c->pkt.opcode & OP_TRANSPORT_MASK) != qp_opcode_transport(qp->type) ||
 	    !(wire_opcodes[c->pkt.opcode].flags & (c->initiator ? OPF_RESPONSE : OPF_REQUEST)))
 		return EPROTO;
 	c->stage_off += 4 + hdr_len;
@@ -454,8 +468,14 @@ static int take_payload(struct conn *c)
 
 static void conn_read(struct conn *c)
 {
-	for (int frames = 0; frames < FRAMES_PER_WAKE && c->state != CONN_CLOSED && !c->paused;) {
+	for (int frames = 0; c->state != CONN_CLOSED && !c->paused;) {
 		int ret;
+
+		if (frames == FRAMES_PER_WAKE) {
+			/* Frames may be left in the staging buffer, which no socket event announces. */
+			engine_kick(c->engine, c);
+			return;
+		}
 
 		if (c->state == CONN_HELLO) {
 			ret = handle_hello(c);

@@ -192,6 +192,41 @@ static uint64_t run_timers(struct emu_engine *e)
 	return next;
 }
 
+void engine_kick(struct emu_engine *e, struct conn *c)
+{
+	if (c->kicked)
+		return;
+	c->kicked = true;
+	c->next_kicked = e->kicked;
+	e->kicked = c;
+}
+
+void engine_unkick(struct emu_engine *e, struct conn *c)
+{
+	struct conn **pp;
+
+	if (!c->kicked)
+		return;
+	for (pp = &e->kicked; *pp; pp = &(*pp)->next_kicked)
+		if (*pp == c) {
+			*pp = c->next_kicked;
+			break;
+		}
+	c->kicked = false;
+}
+
+static void run_kicked(struct emu_engine *e)
+{
+	struct conn *list = e->kicked, *c;
+
+	e->kicked = NULL;
+	while ((c = list)) {
+		list = c->next_kicked;
+		c->kicked = false;
+		conn_process_staged(c);	/* skips a stream closed meanwhile */
+	}
+}
+
 static void free_closed(struct emu_engine *e)
 {
 	struct conn *c;
@@ -219,8 +254,11 @@ static void *engine_main(void *arg)
 
 			timeout_ms = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 		}
+		if (e->kicked)
+			timeout_ms = 0;
 		e->io->ops->wait(e->io, timeout_ms);
 		run_calls(e);
+		run_kicked(e);
 		free_closed(e);
 	}
 	run_calls(e);
@@ -248,7 +286,7 @@ static int engine_start(struct emu_engine **out)
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->call_done, NULL);
 	atomic_init(&e->next_timer_ns, UINT64_MAX);
-	ret = mem_table_create(&e->mem, EMU_MAX_MR);
+	ret = mem_table_create(&e->mem, EMU_MAX_MR, EMU_MAX_MW);
 	if (ret)
 		goto err_free;
 	ret = io_backend_create(&e->io);

@@ -2,10 +2,11 @@
 /*
  * The engine's own structures, shared by its files: engine.c (thread, listeners, QP table,
  * calls into the engine thread), conn.c (one TCP stream: hello, frame reader, sender),
- * qp.c (state, queues, errors and flushes), requester.c, responder.c and completer.c (the
- * IBTA's division of RC).
+ * qp.c (state, queues, errors and flushes), srq.c (receive queues, shared or a QP's own),
+ * requester.c, responder.c and completer.c (the IBTA's division of RC, which UC shares).
  *
- * Locking order: engine->lock, then qp->lock, then conn->tx_lock, then a CQ's lock.
+ * Locking order: engine->lock, then qp->lock, then one of conn->tx_lock, an SRQ's lock or the
+ * key table's lock (emu/mr.c), then a CQ's lock.
  */
 #ifndef SOFTRDMA_EMU_INTERNAL_H
 #define SOFTRDMA_EMU_INTERNAL_H
@@ -20,6 +21,7 @@
 
 #include "emu/cq.h"
 #include "emu/io.h"
+#include "emu/limits.h"
 #include "emu/mr.h"
 #include "emu/qp.h"
 #include "emu/wire.h"
@@ -27,6 +29,7 @@
 #define QPS_PER_LISTENER 256	/* QPN = listening port << 8 | index */
 
 struct emu_engine;
+struct emu_srq;
 struct conn;
 
 /* Where an incoming payload goes; re-validated for every chunk placed (emu/mr.h). */
@@ -36,6 +39,7 @@ struct rx_sink {
 	enum sink_kind kind;
 	uint32_t pd_handle;
 	int qp_access;		/* SINK_REMOTE: the QP's rights */
+	uint32_t qpn;		/* SINK_REMOTE: the QP (a type 2 window is bound to one) */
 	int needed;		/* access right each chunk needs */
 	uint32_t rkey;		/* SINK_REMOTE */
 	uint64_t va;		/* SINK_REMOTE */
@@ -82,6 +86,8 @@ struct conn {
 	struct tx_chunk *txq, *txq_tail;
 	bool want_out;
 	bool tx_error;
+	bool kicked;			/* on the engine's list of streams with staged frames */
+	struct conn *next_kicked;
 	struct engine_call out_call;	/* asks the engine to watch for POLLOUT */
 	uint32_t hello_src_qpn;
 	struct conn *next_closed;	/* freed by the engine once no backend call can see it */
@@ -97,13 +103,31 @@ struct send_wqe {
 	bool done;		/* acknowledged, answered, or failed: completes in order */
 	enum ibv_wc_status status;
 	bool signaled;
+	/* BIND_MW: what to bind, taken at post (the application may free its ibv_mr after) */
+	struct mem_region *bind_window;
+	struct mw_bind_req bind;
 };
+
+/* The PSN of a WQE that sends nothing (a local operation). */
+#define WQE_NO_PSN	UINT32_MAX
 
 struct recv_wqe {
 	uint64_t wr_id;
 	int num_sge;
 	struct ibv_sge *sge;
+	uint32_t pd_handle;	/* a taken WQE: the PD its buffers belong to (QP's or SRQ's) */
 };
+
+/* A receive queue, a QP's own or an SRQ's: indices grow forever, slot = index % depth. */
+struct recv_queue {
+	struct recv_wqe *slots;
+	struct ibv_sge *sges;	/* max_sge per slot */
+	uint32_t depth;
+	uint32_t max_sge;
+	uint32_t head, tail;	/* posted, taken */
+};
+
+enum recv_take { RECV_TAKEN, RECV_NONE, RECV_TOO_SHORT };
 
 struct emu_qp {
 	struct emu_engine *engine;
@@ -129,9 +153,9 @@ struct emu_qp {
 	uint64_t timer_ns;		/* CLOCK_MONOTONIC deadline, 0: none */
 	enum { TIMER_NONE, TIMER_ACK, TIMER_RNR, TIMER_CONNECT } timer_kind;
 
-	/* receive queue */
-	struct recv_wqe *rq;
-	uint32_t rq_head, rq_tail;
+	/* receive queue: its own, or the SRQ it was created with */
+	struct recv_queue rq;
+	struct emu_srq *srq;
 
 	/* responder */
 	uint32_t epsn;			/* next request PSN expected */
@@ -142,6 +166,7 @@ struct emu_qp {
 	enum mem_access_result refusal;
 	enum ibv_wc_status recv_status;	/* a receive's own error, when it has one */
 	struct recv_wqe cur_recv;	/* the receive WQE the current SEND fills */
+	struct ibv_sge cur_recv_sge[EMU_MAX_SGE];	/* cur_recv's own copy of its SGEs */
 	bool have_cur_recv;
 	struct {
 		uint32_t psn;
@@ -184,7 +209,9 @@ struct emu_engine {
 	struct emu_listener **listeners;
 	int nlisteners;
 	struct mem_table *mem;
+	atomic_int srqs;		/* SRQs in existence, at most EMU_MAX_SRQ */
 	struct conn *closed;		/* waiting to be freed after the current wait() */
+	struct conn *kicked;		/* staged frames to process before waiting again */
 	_Atomic uint64_t next_timer_ns;
 };
 
@@ -200,6 +227,9 @@ void engine_timer_changed(struct emu_engine *e, uint64_t deadline_ns);
 void engine_watch(struct emu_engine *e, struct io_watch *w);
 void engine_unwatch(struct emu_engine *e, struct io_watch *w);
 void engine_rewatch(struct emu_engine *e, struct io_watch *w);
+/* Engine thread: process c's staged frames after this round of I/O (not nested in a lock). */
+void engine_kick(struct emu_engine *e, struct conn *c);
+void engine_unkick(struct emu_engine *e, struct conn *c);	/* c is going away */
 int engine_register_qp(struct emu_engine *e, struct emu_qp *qp);
 void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp);
 
@@ -213,13 +243,23 @@ void conn_close(struct conn *c);		/* engine thread */
 void conn_set_paused(struct conn *c, bool paused);	/* engine thread */
 /* The QP reached RTR: check the stream its peer opened and let its requests in. */
 void conn_bind_pending(struct emu_qp *qp);	/* engine thread, qp->lock held */
+/* Engine thread, no lock held: go on with frames already read into the staging buffer. */
+void conn_process_staged(struct conn *c);
 
 /* qp.c */
 void qp_error(struct emu_qp *qp, enum ibv_event_type event);	/* qp->lock held */
 void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event);
+/* One async event record for libibverbs' ibv_get_async_event(), on the context's pipe. */
+void async_event_write(int fd, uint64_t element, enum ibv_event_type event);
+/*
+ * Takes the next receive WQE, from the QP's own queue or its SRQ, into *into (its sge array
+ * holds EMU_MAX_SGE entries). need > 0: a WQE with less room stays queued (RECV_TOO_SHORT).
+ */
+enum recv_take qp_take_recv(struct emu_qp *qp, uint64_t need, struct recv_wqe *into);
 void qp_complete_send(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status);
+/* ex: imm_data, or invalidated_rkey with IBV_WC_WITH_INV in wc_flags. */
 void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
-		      enum ibv_wc_opcode op, uint32_t byte_len, uint32_t imm, bool with_imm,
+		      enum ibv_wc_opcode op, uint32_t byte_len, uint32_t ex, int wc_flags,
 		      bool solicited);
 void qp_arm_timer(struct emu_qp *qp, int kind, uint64_t delay_ns);	/* qp->lock held */
 void qp_conn_lost(struct emu_qp *qp, struct conn *c);	/* engine thread, qp->lock held */
@@ -252,6 +292,18 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents);	/* engine thread */
 int ud_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int ud_socket_open(uint16_t port);
 
+/* srq.c: receive queues, and shared ones */
+int recv_queue_init(struct recv_queue *q, uint32_t depth, uint32_t max_sge);
+void recv_queue_free(struct recv_queue *q);
+int recv_queue_post(struct recv_queue *q, const struct ibv_recv_wr *wr);	/* EINVAL, ENOMEM */
+enum recv_take recv_queue_take(struct recv_queue *q, uint64_t need, struct recv_wqe *into);
+uint32_t recv_queue_count(const struct recv_queue *q);
+void recv_queue_clear(struct recv_queue *q);
+void srq_attach(struct emu_srq *srq);
+void srq_detach(struct emu_srq *srq);
+/* recv_queue_take() on the SRQ; raises the limit event when the take crosses it. */
+enum recv_take srq_take(struct emu_srq *srq, uint64_t need, struct recv_wqe *into);
+
 /* sink.c */
 /* Places n bytes from src; returns false once the sink refused (the rest is discarded). */
 void sink_place(struct rx_sink *s, const uint8_t *src, size_t n);
@@ -261,6 +313,20 @@ uint64_t sge_total_length(const struct ibv_sge *sge, int num_sge);
 /* The process's memory-key table (the engine's). */
 struct mem_table *the_mem_table(void);
 struct emu_engine *the_engine_of_watch(struct io_watch *w);
+
+/* The transport bits of the opcodes a QP of this type sends and accepts. */
+static inline uint8_t qp_opcode_transport(enum ibv_qp_type type)
+{
+	if (type == IBV_QPT_UC)
+		return OP_TRANSPORT_UC;
+	return type == IBV_QPT_UD ? OP_TRANSPORT_UD : OP_TRANSPORT_RC;
+}
+
+/* A connected QP: RC or UC, whose messages travel on the pair's streams. */
+static inline bool qp_is_connected(const struct emu_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC;
+}
 
 static inline bool psn_le(uint32_t a, uint32_t b)
 {

@@ -21,7 +21,7 @@
 
 #define EMU_MAX_PD		65536
 #define EMU_MAX_MR		65536
-#define EMU_MAX_MW		0	/* not built yet */
+#define EMU_MAX_MW		65536	/* besides the MRs: the key table holds both */
 #define EMU_MAX_AH		65536
 #define EMU_MAX_QP		16384
 #define EMU_MAX_QP_WR		16384
@@ -30,9 +30,9 @@
 #define EMU_MAX_INLINE_DATA	256
 #define EMU_MAX_CQ		16384
 #define EMU_MAX_CQE		65535
-#define EMU_MAX_SRQ		0	/* not built yet */
-#define EMU_MAX_SRQ_WR		0
-#define EMU_MAX_SRQ_SGE		0
+#define EMU_MAX_SRQ		16384
+#define EMU_MAX_SRQ_WR		16384
+#define EMU_MAX_SRQ_SGE		32
 #define EMU_MAX_QP_RD_ATOM	128	/* outstanding RDMA READ/atomic per QP, each direction */
 #define EMU_MAX_RES_RD_ATOM	(EMU_MAX_QP * EMU_MAX_QP_RD_ATOM)
 #define EMU_MAX_PKEYS		1
@@ -40,11 +40,12 @@
 
 /*
  * Advertised capability flags: only what the engine really does. RNR NAKs are part of the
- * RC data path. Memory windows, SRQs and multicast are not built yet:
- * their limits stay 0 until they are, so applications that probe for them take their
- * fallback path instead of failing later.
+ * RC data path; an SRQ can be resized with the WQEs posted to it kept; memory windows are
+ * type 1 and type 2B (bound to a QP). Multicast is not built yet: its limits stay 0, so
+ * applications that probe for it take their fallback path instead of failing later.
  */
-#define EMU_DEVICE_CAP_FLAGS	(IBV_DEVICE_RC_RNR_NAK_GEN)
+#define EMU_DEVICE_CAP_FLAGS	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |	\
+				 IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B)
 #define EMU_ATOMIC_CAP		IBV_ATOMIC_HCA	/* atomic among this device's operations */
 
 #define EMU_NUM_PORTS		1

@@ -54,6 +54,8 @@ struct mem_table {
 	pthread_cond_t	drained;	/* a dead region lost its last reference */
 	uint32_t	nslots;
 	uint32_t	nfree;
+	uint32_t	max_regions, nregions;	/* MRs */
+	uint32_t	max_windows, nwindows;	/* memory windows */
 	uint32_t	*free_slots;
 	uint32_t	secret;
 	unsigned int	tag_bits;
@@ -106,25 +108,27 @@ static uint32_t key_slot(const struct mem_table *t, uint32_t key)
 	return (key >> t->tag_bits) ^ t->secret;
 }
 
-int mem_table_create(struct mem_table **out, uint32_t max_regions)
+int mem_table_create(struct mem_table **out, uint32_t max_regions, uint32_t max_windows)
 {
 	struct mem_table *t;
 	unsigned int index_bits = 1;
 	long page_size = sysconf(_SC_PAGESIZE);
+	uint32_t nslots = max_regions + max_windows;
 	uint64_t r;
 	uint32_t i;
 	int err;
 
 	*out = NULL;
-	if (!max_regions || max_regions > MEM_TABLE_MAX_REGIONS)
+	if (!max_regions || max_regions > MEM_TABLE_MAX_REGIONS ||
+	    max_windows > MEM_TABLE_MAX_REGIONS - max_regions)
 		return EINVAL;
-	while ((1u << index_bits) < max_regions)
+	while ((1u << index_bits) < nslots)
 		index_bits++;
 
-	t = calloc(1, sizeof(*t) + (size_t)max_regions * sizeof(t->slots[0]));
+	t = calloc(1, sizeof(*t) + (size_t)nslots * sizeof(t->slots[0]));
 	if (!t)
 		return ENOMEM;
-	t->free_slots = malloc((size_t)max_regions * sizeof(t->free_slots[0]));
+	t->free_slots = malloc((size_t)nslots * sizeof(t->free_slots[0]));
 	if (!t->free_slots) {
 		free(t);
 		return ENOMEM;
@@ -135,12 +139,14 @@ int mem_table_create(struct mem_table **out, uint32_t max_regions)
 		free(t);
 		return err;
 	}
-	t->nslots = max_regions;
-	t->nfree = max_regions;
+	t->nslots = nslots;
+	t->nfree = nslots;
+	t->max_regions = max_regions;
+	t->max_windows = max_windows;
 	t->tag_bits = 32 - index_bits;
 	t->secret = (uint32_t)r & ((1u << index_bits) - 1);
 	t->page_mask = (uint64_t)(page_size > 0 ? page_size : 4096) - 1;
-	for (i = 0; i < max_regions; i++) {
+	for (i = 0; i < nslots; i++) {
 		t->free_slots[i] = i;
 		atomic_init(&t->slots[i].ctl, 0);
 	}
@@ -206,13 +212,68 @@ static void mem_wait_unreferenced(struct mem_table *t, struct mem_region *mr)
 		pthread_cond_wait(&t->drained, &t->lock);
 }
 
+/*
+ * Takes a random free slot for a region or a window and gives it a fresh key, not yet live.
+ * Called with t->lock held.
+ */
+static int mem_claim(struct mem_table *t, enum mem_kind kind, struct mem_region **out)
+{
+	uint32_t *count = kind == MEM_KIND_WINDOW ? &t->nwindows : &t->nregions;
+	uint32_t max = kind == MEM_KIND_WINDOW ? t->max_windows : t->max_regions;
+	uint32_t tag_mask, old_tag, tag, pick, slot;
+	struct mem_region *mr;
+	uint64_t r;
+	int err;
+
+	if (*count >= max || !t->nfree)
+		return ENOMEM;
+	err = mem_random(t, &r);
+	if (err)
+		return err;
+	pick = (uint32_t)(r % t->nfree);
+	slot = t->free_slots[pick];
+	mr = &t->slots[slot];
+
+	tag_mask = (uint32_t)((1ull << t->tag_bits) - 1);
+	old_tag = (uint32_t)atomic_load_explicit(&mr->ctl, memory_order_relaxed) & tag_mask;
+	do {
+		err = mem_random(t, &r);
+		if (err)
+			return err;
+		tag = (uint32_t)r & tag_mask;
+	} while (!tag || tag == old_tag);
+
+	t->free_slots[pick] = t->free_slots[--t->nfree];
+	(*count)++;
+	mr->kind = kind;
+	mr->lkey = key_make(t, slot, tag);
+	mr->rkey = mr->lkey;
+	mr->table = t;
+	atomic_store_explicit(&mr->ctl, mr->lkey, memory_order_relaxed);
+	*out = mr;
+	return 0;
+}
+
+/* Gives an unreferenced, dead slot back; its key stays in ctl for the next tag draw. */
+static void mem_release(struct mem_table *t, struct mem_region *mr)
+{
+	if (mr->kind == MEM_KIND_WINDOW)
+		t->nwindows--;
+	else
+		t->nregions--;
+	mr->kind = MEM_KIND_FREE;
+	mr->host_addr = NULL;
+	mr->length = 0;
+	mr->access = 0;
+	mr->target = NULL;
+	t->free_slots[t->nfree++] = (uint32_t)(mr - t->slots);
+}
+
 int mr_register(struct mem_table *t, uint32_t pd_handle, void *addr,
 		uint64_t length, uint64_t iova, int access,
 		struct mem_region **out)
 {
-	uint32_t tag_mask, old_tag, tag, pick, slot;
 	struct mem_region *mr;
-	uint64_t r;
 	int err;
 
 	*out = NULL;
@@ -224,38 +285,16 @@ int mr_register(struct mem_table *t, uint32_t pd_handle, void *addr,
 		return err;
 
 	pthread_mutex_lock(&t->lock);
-	if (!t->nfree) {
-		err = ENOMEM;
-		goto out;
+	err = mem_claim(t, MEM_KIND_REGION, &mr);
+	if (!err) {
+		mr->iova = iova;
+		mr->length = length;
+		mr->host_addr = addr;
+		mr->access = access;
+		mr->pd_handle = pd_handle;
+		atomic_store_explicit(&mr->ctl, mr->lkey | CTL_LIVE, memory_order_release);
+		*out = mr;
 	}
-	err = mem_random(t, &r);
-	if (err)
-		goto out;
-	pick = (uint32_t)(r % t->nfree);
-	slot = t->free_slots[pick];
-	mr = &t->slots[slot];
-
-	tag_mask = (uint32_t)((1ull << t->tag_bits) - 1);
-	old_tag = (uint32_t)atomic_load_explicit(&mr->ctl, memory_order_relaxed) & tag_mask;
-	do {
-		err = mem_random(t, &r);
-		if (err)
-			goto out;
-		tag = (uint32_t)r & tag_mask;
-	} while (!tag || tag == old_tag);
-
-	t->free_slots[pick] = t->free_slots[--t->nfree];
-	mr->iova = iova;
-	mr->length = length;
-	mr->host_addr = addr;
-	mr->lkey = key_make(t, slot, tag);
-	mr->rkey = mr->lkey;
-	mr->access = access;
-	mr->pd_handle = pd_handle;
-	mr->table = t;
-	atomic_store_explicit(&mr->ctl, mr->lkey | CTL_LIVE, memory_order_release);
-	*out = mr;
-out:
 	pthread_mutex_unlock(&t->lock);
 	return err;
 }
@@ -284,7 +323,7 @@ int mr_reregister(struct mem_table *t, struct mem_region *mr, int flags,
 	}
 
 	pthread_mutex_lock(&t->lock);
-	if (!mem_owns(t, mr)) {
+	if (!mem_owns(t, mr) || mr->kind != MEM_KIND_REGION) {
 		pthread_mutex_unlock(&t->lock);
 		return EINVAL;
 	}
@@ -316,23 +355,16 @@ int mr_reregister(struct mem_table *t, struct mem_region *mr, int flags,
 
 int mr_deregister(struct mem_table *t, struct mem_region *mr)
 {
-	uint32_t slot;
-
 	pthread_mutex_lock(&t->lock);
-	if (!mem_owns(t, mr) ||
+	if (!mem_owns(t, mr) || mr->kind != MEM_KIND_REGION ||
 	    !(atomic_load_explicit(&mr->ctl, memory_order_relaxed) & CTL_LIVE)) {
 		pthread_mutex_unlock(&t->lock);
 		return EINVAL;
 	}
+	/* Windows bound to it die with it: their lookups find its key dead. */
 	atomic_fetch_and_explicit(&mr->ctl, ~CTL_LIVE, memory_order_acq_rel);
 	mem_wait_unreferenced(t, mr);
-
-	/* The old key stays in ctl so the slot's next tag can differ from it. */
-	mr->host_addr = NULL;
-	mr->length = 0;
-	mr->access = 0;
-	slot = (uint32_t)(mr - t->slots);
-	t->free_slots[t->nfree++] = slot;
+	mem_release(t, mr);
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
@@ -357,7 +389,8 @@ static struct mem_region *mem_get(struct mem_table *t, uint32_t key)
 	return mr;
 }
 
-void mr_put(struct mem_region *mr)
+/* Drops the one reference mem_get() took on this slot. */
+static void mem_put(struct mem_region *mr)
 {
 	/* Read before dropping the reference: afterwards the slot may be reused. */
 	struct mem_table *t = mr->table;
@@ -370,6 +403,14 @@ void mr_put(struct mem_region *mr)
 	}
 }
 
+void mr_put(struct mem_region *mr)
+{
+	/* A window's check holds its region too; target is stable while the window is held. */
+	if (mr->kind == MEM_KIND_WINDOW)
+		mem_put(mr->target);
+	mem_put(mr);
+}
+
 /* Overflow-safe: [iova, iova + length) inside [mr->iova, mr->iova + mr->length). */
 static bool mem_range_ok(const struct mem_region *mr, uint64_t iova, uint64_t length)
 {
@@ -377,10 +418,51 @@ static bool mem_range_ok(const struct mem_region *mr, uint64_t iova, uint64_t le
 	       iova - mr->iova <= mr->length - length;
 }
 
-/* rxe's lookup_mr() followed by mr_check_range(). */
+/*
+ * A window narrows its region: the window's PD, QP (type 2), rights and range decide, then
+ * the region it is bound to must still be registered under the same key and hold the
+ * range. On success the caller holds both slots (mr_put() drops both).
+ */
+static enum mem_access_result window_lookup(struct mem_table *t, struct mem_region *w,
+					    uint32_t pd_handle, uint32_t qpn, int needed,
+					    uint64_t iova, uint64_t length,
+					    struct mem_region **mr_ref, void **host_ptr)
+{
+	enum mem_access_result res;
+	struct mem_region *mr = NULL;
+
+	if (w->pd_handle != pd_handle)
+		res = MEM_ACCESS_PD_MISMATCH;
+	else if (w->mw_type == IBV_MW_TYPE_2 && w->qpn != qpn)
+		res = MEM_ACCESS_BAD_KEY;	/* type 2B: only through the QP it was bound on */
+	else if ((w->access & needed) != needed)
+		res = MEM_ACCESS_NO_RIGHT;
+	else if (!mem_range_ok(w, iova, length))
+		res = MEM_ACCESS_OUT_OF_BOUNDS;
+	else if (!(mr = mem_get(t, w->target_key)) || mr->kind != MEM_KIND_REGION)
+		res = MEM_ACCESS_BAD_KEY;	/* its region is gone: so is the window */
+	else if (mr->pd_handle != pd_handle)
+		res = MEM_ACCESS_PD_MISMATCH;
+	else if ((needed & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+		 !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+		res = MEM_ACCESS_NO_RIGHT;	/* C10-74, should the region have been changed */
+	else if (!mem_range_ok(mr, iova, length))
+		res = MEM_ACCESS_OUT_OF_BOUNDS;
+	else {
+		*mr_ref = w;
+		*host_ptr = (char *)mr->host_addr + (iova - mr->iova);
+		return MEM_ACCESS_OK;
+	}
+	if (mr)
+		mem_put(mr);
+	mem_put(w);
+	return res;
+}
+
+/* rxe's lookup_mr() (or lookup_mw() for a remote key) followed by mr_check_range(). */
 static enum mem_access_result mem_lookup(struct mem_table *t, uint32_t key,
-					 uint32_t pd_handle, int needed,
-					 uint64_t iova, uint64_t length,
+					 uint32_t pd_handle, uint32_t qpn, bool remote,
+					 int needed, uint64_t iova, uint64_t length,
 					 struct mem_region **mr_ref, void **host_ptr)
 {
 	enum mem_access_result res;
@@ -388,7 +470,12 @@ static enum mem_access_result mem_lookup(struct mem_table *t, uint32_t key,
 
 	if (!mr)
 		return MEM_ACCESS_BAD_KEY;
-	if (mr->pd_handle != pd_handle) {
+	if (mr->kind == MEM_KIND_WINDOW) {
+		if (remote)
+			return window_lookup(t, mr, pd_handle, qpn, needed, iova, length,
+					     mr_ref, host_ptr);
+		res = MEM_ACCESS_BAD_KEY;	/* a window's key is an rkey, never an lkey */
+	} else if (mr->pd_handle != pd_handle) {
 		res = MEM_ACCESS_PD_MISMATCH;
 	} else if ((mr->access & needed) != needed) {
 		res = MEM_ACCESS_NO_RIGHT;
@@ -399,12 +486,12 @@ static enum mem_access_result mem_lookup(struct mem_table *t, uint32_t key,
 		*host_ptr = (char *)mr->host_addr + (iova - mr->iova);
 		return MEM_ACCESS_OK;
 	}
-	mr_put(mr);
+	mem_put(mr);
 	return res;
 }
 
 enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey,
-					      uint32_t qp_pd_handle,
+					      uint32_t qp_pd_handle, uint32_t qpn,
 					      int qp_access_flags, int needed,
 					      uint64_t iova, uint64_t length,
 					      struct mem_region **mr_ref,
@@ -434,7 +521,8 @@ enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey
 		return MEM_ACCESS_OK;
 	}
 
-	res = mem_lookup(t, rkey, qp_pd_handle, needed, iova, length, mr_ref, host_ptr);
+	res = mem_lookup(t, rkey, qp_pd_handle, qpn, true, needed, iova, length, mr_ref,
+			 host_ptr);
 
 	/*
 	 * rxe_mr_do_atomic_op() tests alignment only after the key and range
@@ -463,7 +551,173 @@ enum mem_access_result mr_check_local_access(struct mem_table *t, uint32_t lkey,
 	/* rxe's copy_data() skips zero-length SGEs without a lookup. */
 	if (!length)
 		return MEM_ACCESS_OK;
-	return mem_lookup(t, lkey, pd_handle, needed, addr, length, mr_ref, host_ptr);
+	return mem_lookup(t, lkey, pd_handle, 0, false, needed, addr, length, mr_ref, host_ptr);
+}
+
+int mw_alloc(struct mem_table *t, uint32_t pd_handle, enum ibv_mw_type type,
+	     struct mem_region **out)
+{
+	struct mem_region *w;
+	int err;
+
+	*out = NULL;
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+		return EINVAL;
+	pthread_mutex_lock(&t->lock);
+	err = mem_claim(t, MEM_KIND_WINDOW, &w);
+	if (!err) {
+		/* Not live until bound: until then its key opens nothing. */
+		w->mw_type = (uint8_t)type;
+		w->bound = false;
+		w->pd_handle = pd_handle;
+		w->iova = 0;
+		w->length = 0;
+		w->access = 0;
+		w->target = NULL;
+		*out = w;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return err;
+}
+
+/* Kills the window's key, waits for accesses through it, and leaves it unbound. */
+static void window_unbind(struct mem_table *t, struct mem_region *w)
+{
+	atomic_fetch_and_explicit(&w->ctl, ~CTL_LIVE, memory_order_acq_rel);
+	mem_wait_unreferenced(t, w);
+	w->bound = false;
+	w->target = NULL;
+	w->iova = 0;
+	w->length = 0;
+	w->access = 0;
+}
+
+int mw_dealloc(struct mem_table *t, struct mem_region *w)
+{
+	pthread_mutex_lock(&t->lock);
+	if (!mem_owns(t, w) || w->kind != MEM_KIND_WINDOW) {
+		pthread_mutex_unlock(&t->lock);
+		return EINVAL;
+	}
+	window_unbind(t, w);
+	mem_release(t, w);
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+/* The rights a window can grant; LOCAL_WRITE means nothing on a window but is tolerated. */
+#define MW_ACCESS_SUPPORTED	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |	\
+				 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE)
+
+/* The live region with this key, for a caller holding t->lock (so it cannot change). */
+static struct mem_region *region_locked(struct mem_table *t, uint32_t key)
+{
+	uint32_t slot = key_slot(t, key);
+	uint64_t ctl;
+
+	if (slot >= t->nslots || t->slots[slot].kind != MEM_KIND_REGION)
+		return NULL;
+	ctl = atomic_load_explicit(&t->slots[slot].ctl, memory_order_relaxed);
+	return (ctl & CTL_LIVE) && (uint32_t)ctl == key ? &t->slots[slot] : NULL;
+}
+
+/* rxe_check_bind_mw()'s rules, with the IBTA's numbers. */
+static int check_bind(struct mem_table *t, const struct mem_region *w,
+		      const struct mw_bind_req *b, struct mem_region **target)
+{
+	const struct mem_region *mr = NULL;
+	uint32_t cur_key = (uint32_t)atomic_load_explicit(&w->ctl, memory_order_relaxed);
+
+	/* Only the 8-bit key the consumer owns may change. */
+	if ((b->new_rkey ^ cur_key) & ~(uint32_t)MW_KEY_MASK)
+		return EINVAL;
+	if (b->access & ~MW_ACCESS_SUPPORTED)
+		return EINVAL;	/* ZERO_BASED among them: not built */
+	if (w->mw_type == IBV_MW_TYPE_2) {
+		if (w->bound)
+			return EINVAL;	/* o10-37.2.30: invalidate it first */
+		if (b->qp_pd_handle != w->pd_handle)
+			return EINVAL;	/* C10-72 */
+		/* o10-37.2.40: a type 2 window is unbound by invalidation, not by a bind. */
+		if (!b->has_mr || !b->length)
+			return EINVAL;
+	}
+	*target = NULL;
+	if (!b->has_mr || !b->length)
+		return 0;	/* type 1: unbinds it */
+	mr = region_locked(t, b->mr_lkey);
+	if (!mr || mr->pd_handle != w->pd_handle)
+		return EINVAL;
+	if (!(mr->access & IBV_ACCESS_MW_BIND))
+		return EINVAL;	/* C10-73 */
+	if ((b->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;	/* C10-74 */
+	if (!mem_range_ok(mr, b->addr, b->length))
+		return EINVAL;	/* C10-75 */
+	*target = (struct mem_region *)mr;
+	return 0;
+}
+
+int mw_bind(struct mem_table *t, struct mem_region *w, const struct mw_bind_req *b)
+{
+	struct mem_region *mr;
+	int err;
+
+	pthread_mutex_lock(&t->lock);
+	if (!mem_owns(t, w) || w->kind != MEM_KIND_WINDOW) {
+		pthread_mutex_unlock(&t->lock);
+		return EINVAL;
+	}
+	err = check_bind(t, w, b, &mr);
+	if (!err) {
+		/* Accesses under the old binding finish first; none starts under a mix. */
+		window_unbind(t, w);
+		w->lkey = b->new_rkey;
+		w->rkey = b->new_rkey;
+		if (mr) {
+			/*
+			 * The key checked above, not mr->lkey: waiting let go of the lock, and a
+			 * region deregistered meanwhile must stay dead to the window.
+			 */
+			w->bound = true;
+			w->target = mr;
+			w->target_key = b->mr_lkey;
+			w->iova = b->addr;
+			w->length = b->length;
+			w->access = b->access;
+			w->qpn = b->qpn;
+		}
+		atomic_store_explicit(&w->ctl, w->rkey | (mr ? CTL_LIVE : 0),
+				      memory_order_release);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return err;
+}
+
+int mw_invalidate(struct mem_table *t, uint32_t rkey, uint32_t pd_handle, bool from_wire,
+		  uint32_t qpn)
+{
+	uint32_t slot = key_slot(t, rkey);
+	struct mem_region *w;
+	int err = EINVAL;
+
+	if (slot >= t->nslots)
+		return EINVAL;
+	w = &t->slots[slot];
+	pthread_mutex_lock(&t->lock);
+	/*
+	 * Only a bound type 2 window of this PD, under its current key (o10-37.2.26: type 1
+	 * is unbound by binding it again); from the wire, only through the QP it is bound on.
+	 */
+	if (w->kind == MEM_KIND_WINDOW && w->mw_type == IBV_MW_TYPE_2 && w->bound &&
+	    (uint32_t)atomic_load_explicit(&w->ctl, memory_order_relaxed) == rkey &&
+	    w->pd_handle == pd_handle && (!from_wire || w->qpn == qpn)) {
+		window_unbind(t, w);
+		err = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return err;
 }
 
 /* rxe_responder(): RKEY_VIOLATION NAKs "remote access", the rest "invalid request". */

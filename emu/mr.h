@@ -21,6 +21,7 @@
 #define SOFTRDMA_EMU_MR_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -30,6 +31,16 @@
 
 struct mem_table;
 
+enum mem_kind { MEM_KIND_FREE, MEM_KIND_REGION, MEM_KIND_WINDOW };
+
+/* The part of a window's rkey its consumer chooses (ibv_inc_rkey()); the rest is fixed. */
+#define MW_KEY_MASK	0xffu
+
+/*
+ * A slot of the table: a registered region (MR), or a memory window, a key that narrows a
+ * region's range and rights. A window's iova, length and access are its own, its memory
+ * is its target region's; it is live only while bound.
+ */
 struct mem_region {
 	/*
 	 * Read-only for users.  Stable while the region is registered and
@@ -42,6 +53,14 @@ struct mem_region {
 	uint32_t	rkey;		/* == lkey */
 	int		access;		/* IBV_ACCESS_* */
 	uint32_t	pd_handle;
+	enum mem_kind	kind;
+
+	/* Windows only. */
+	uint8_t		mw_type;	/* IBV_MW_TYPE_1 or IBV_MW_TYPE_2 */
+	bool		bound;
+	uint32_t	qpn;		/* type 2: the QP it was bound through */
+	struct mem_region *target;	/* the region it narrows */
+	uint32_t	target_key;	/* that region's key when bound */
 
 	/* Private to emu/mr.c. */
 	_Atomic uint64_t	ctl;	/* key | live bit | reference count */
@@ -58,8 +77,11 @@ enum mem_access_result {
 	MEM_ACCESS_QP_NO_RIGHT,		/* qp_access_flags lack the right */
 };
 
-/* 0, EINVAL (max_regions 0 or above MEM_TABLE_MAX_REGIONS), ENOMEM, or errno. */
-int mem_table_create(struct mem_table **out, uint32_t max_regions);
+/*
+ * Room for max_regions MRs and max_windows windows: 0, EINVAL (max_regions 0, or the two
+ * above MEM_TABLE_MAX_REGIONS), ENOMEM, or errno.
+ */
+int mem_table_create(struct mem_table **out, uint32_t max_regions, uint32_t max_windows);
 
 /* No other call may run concurrently; live regions are dropped. */
 void mem_table_destroy(struct mem_table *t);
@@ -90,21 +112,60 @@ int mr_reregister(struct mem_table *t, struct mem_region *mr, int flags,
 		  uint32_t pd_handle, void *addr, uint64_t length,
 		  uint64_t iova, int access);
 
-/* Key dead at once; returns once no reference is held.  0 or EINVAL. */
+/*
+ * Key dead at once; returns once no reference is held.  0 or EINVAL.  Windows
+ * bound to the region are dead from then on.
+ */
 int mr_deregister(struct mem_table *t, struct mem_region *mr);
+
+/* A window, not bound (its key opens nothing yet): 0, EINVAL (type) or ENOMEM. */
+int mw_alloc(struct mem_table *t, uint32_t pd_handle, enum ibv_mw_type type,
+	     struct mem_region **out);
+
+/* Key dead at once; returns once no access through it is running.  0 or EINVAL. */
+int mw_dealloc(struct mem_table *t, struct mem_region *w);
+
+struct mw_bind_req {
+	uint32_t	new_rkey;	/* only its MW_KEY_MASK bits may differ from the key's */
+	bool		has_mr;
+	uint32_t	mr_lkey;	/* the region to bind to, of the window's PD */
+	uint64_t	addr;
+	uint64_t	length;		/* 0 (or no MR): unbinds a type 1 window */
+	int		access;		/* remote rights the window grants */
+	uint32_t	qp_pd_handle;	/* the QP the bind was posted on */
+	uint32_t	qpn;
+};
+
+/*
+ * Binds (or rebinds, type 1) a window to a range of a region, with the checks of
+ * the IBTA (C10-72 to C10-75) and rxe_check_bind_mw().  The old key is dead at
+ * once and accesses under it have finished when this returns.  0 or EINVAL.
+ */
+int mw_bind(struct mem_table *t, struct mem_region *w, const struct mw_bind_req *b);
+
+/*
+ * Local or remote (Send with Invalidate) invalidation of a bound type 2 window
+ * of pd_handle under exactly rkey; from the wire also only through the QP it was
+ * bound on.  Its key is dead and its accesses finished on return.  0 or EINVAL.
+ */
+int mw_invalidate(struct mem_table *t, uint32_t rkey, uint32_t pd_handle, bool from_wire,
+		  uint32_t qpn);
 
 /*
  * THE remote-access check, for every incoming WRITE / WRITE_WITH_IMM
  * (needed = IBV_ACCESS_REMOTE_WRITE), READ (IBV_ACCESS_REMOTE_READ) and
- * ATOMIC (IBV_ACCESS_REMOTE_ATOMIC, length 8).  Checks, in rxe's order: QP
- * right, atomic length, zero length, key, PD, region right, bounds, atomic
- * alignment.  Any other needed is MEM_ACCESS_QP_NO_RIGHT (invalid request).
+ * ATOMIC (IBV_ACCESS_REMOTE_ATOMIC, length 8), by the QP qpn.  Checks, in rxe's
+ * order: QP right, atomic length, zero length, key, PD, region right, bounds,
+ * atomic alignment.  A window's key is checked as a window (PD, QP for type 2,
+ * its rights, its range) and then against its region, which must still be
+ * registered and hold the range.  Any other needed is MEM_ACCESS_QP_NO_RIGHT
+ * (invalid request).
  * A zero-length WRITE/READ is MEM_ACCESS_OK with no key lookup,
  * *mr_ref == NULL and *host_ptr == NULL.  On MEM_ACCESS_OK with a non-NULL
  * *mr_ref the caller must mr_put() it; on failure both outputs are NULL.
  */
 enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey,
-					      uint32_t qp_pd_handle,
+					      uint32_t qp_pd_handle, uint32_t qpn,
 					      int qp_access_flags, int needed,
 					      uint64_t iova, uint64_t length,
 					      struct mem_region **mr_ref,
@@ -113,7 +174,8 @@ enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey
 /*
  * The same check for a local SGE: needed is 0 for a source (send, write
  * payload) or IBV_ACCESS_LOCAL_WRITE for a target (receive, read response,
- * atomic result).  A zero-length SGE is MEM_ACCESS_OK without a lookup.
+ * atomic result).  A zero-length SGE is MEM_ACCESS_OK without a lookup.  A
+ * window's key is no lkey (MEM_ACCESS_BAD_KEY).
  */
 enum mem_access_result mr_check_local_access(struct mem_table *t, uint32_t lkey,
 					     uint32_t pd_handle, int needed,
@@ -121,6 +183,7 @@ enum mem_access_result mr_check_local_access(struct mem_table *t, uint32_t lkey,
 					     struct mem_region **mr_ref,
 					     void **host_ptr);
 
+/* Drops what a successful check holds (for a window: it and its region). */
 void mr_put(struct mem_region *mr);
 
 /* Requester's completion status when the responder refuses (rxe's NAKs). */

@@ -14,8 +14,13 @@
 #include "emu/limits.h"
 #include "kernel-abi/comp_channel.h"
 
-static int check_cap(const struct ibv_qp_cap *cap)
+static int check_cap(struct ibv_qp_cap *cap, bool has_srq)
 {
+	/* ibv_create_qp(3): with an SRQ the receive queue sizes are ignored. */
+	if (has_srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
 	if (cap->max_send_wr > EMU_MAX_QP_WR || cap->max_recv_wr > EMU_MAX_QP_WR ||
 	    cap->max_send_sge > EMU_MAX_SGE || cap->max_recv_sge > EMU_MAX_SGE ||
 	    cap->max_inline_data > EMU_MAX_INLINE_DATA)
@@ -49,32 +54,22 @@ static void free_queues(struct emu_qp *qp)
 			free(qp->sq[i].sge);
 			free(qp->sq[i].inline_buf);
 		}
-	if (qp->rq)
-		for (uint32_t i = 0; i < qp->cap.max_recv_wr; i++)
-			free(qp->rq[i].sge);
 	free(qp->sq);
-	free(qp->rq);
+	recv_queue_free(&qp->rq);
 }
 
 static int alloc_queues(struct emu_qp *qp)
 {
 	/* At least one SGE per WQE: a WR with one SGE is always valid to post. */
 	uint32_t ssge = qp->cap.max_send_sge ? qp->cap.max_send_sge : 1;
-	uint32_t rsge = qp->cap.max_recv_sge ? qp->cap.max_recv_sge : 1;
 
 	qp->sq = calloc(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1, sizeof(*qp->sq));
-	qp->rq = calloc(qp->cap.max_recv_wr ? qp->cap.max_recv_wr : 1, sizeof(*qp->rq));
-	if (!qp->sq || !qp->rq)
+	if (!qp->sq || recv_queue_init(&qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge))
 		return ENOMEM;
 	for (uint32_t i = 0; i < qp->cap.max_send_wr; i++) {
 		qp->sq[i].sge = calloc(ssge, sizeof(struct ibv_sge));
 		qp->sq[i].inline_buf = malloc(qp->cap.max_inline_data ? qp->cap.max_inline_data : 1);
 		if (!qp->sq[i].sge || !qp->sq[i].inline_buf)
-			return ENOMEM;
-	}
-	for (uint32_t i = 0; i < qp->cap.max_recv_wr; i++) {
-		qp->rq[i].sge = calloc(rsge, sizeof(struct ibv_sge));
-		if (!qp->rq[i].sge)
 			return ENOMEM;
 	}
 	return 0;
@@ -85,11 +80,11 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 	struct emu_qp *qp;
 	int ret;
 
-	if (init->type != IBV_QPT_RC && init->type != IBV_QPT_UD)
-		return EOPNOTSUPP;	/* UC is not built yet */
+	if (init->type != IBV_QPT_RC && init->type != IBV_QPT_UC && init->type != IBV_QPT_UD)
+		return EOPNOTSUPP;	/* XRC, raw packet...: not built */
 	if (!init->send_cq || !init->recv_cq)
 		return EINVAL;
-	ret = check_cap(&init->cap);
+	ret = check_cap(&init->cap, init->srq);
 	if (ret)
 		return ret;
 	grant_wqe_room(&init->cap);
@@ -107,6 +102,7 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 	qp->recv_cq = init->recv_cq;
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->cap = init->cap;
+	qp->cur_recv.sge = qp->cur_recv_sge;
 	ret = alloc_queues(qp);
 	if (!ret)
 		ret = engine_register_qp(e, qp);
@@ -116,6 +112,9 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 		free(qp);
 		return ret;
 	}
+	qp->srq = init->srq;
+	if (qp->srq)
+		srq_attach(qp->srq);
 	*out = qp;
 	return 0;
 }
@@ -142,6 +141,8 @@ int emu_qp_destroy(struct emu_qp *qp)
 {
 	/* On the engine thread nothing of this QP can be running while it goes. */
 	engine_call_sync(qp->engine, destroy_on_engine, qp);
+	if (qp->srq)
+		srq_detach(qp->srq);
 	free_queues(qp);
 	pthread_mutex_destroy(&qp->lock);
 	free(qp);
@@ -163,14 +164,30 @@ enum ibv_qp_state emu_qp_state(struct emu_qp *qp)
 	return s;
 }
 
-void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event)
+void async_event_write(int fd, uint64_t element, enum ibv_event_type event)
 {
-	struct uverbs_async_event ev = { .element = qp->handle, .event_type = event };
+	struct uverbs_async_event ev = { .element = element, .event_type = event };
 
-	if (qp->async_fd >= 0 && write(qp->async_fd, &ev, sizeof(ev)) != sizeof(ev)) {
+	if (fd >= 0 && write(fd, &ev, sizeof(ev)) != sizeof(ev)) {
 		/* The application is not reading its async events: they are lost, as on a full
 		 * kernel event queue. */
 	}
+}
+
+void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event)
+{
+	async_event_write(qp->async_fd, qp->handle, event);
+}
+
+enum recv_take qp_take_recv(struct emu_qp *qp, uint64_t need, struct recv_wqe *into)
+{
+	enum recv_take got;
+
+	if (qp->srq)
+		return srq_take(qp->srq, need, into);
+	got = recv_queue_take(&qp->rq, need, into);
+	into->pd_handle = qp->pd_handle;
+	return got;
 }
 
 void qp_complete_send(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status)
@@ -190,7 +207,7 @@ void qp_complete_send(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_statu
 }
 
 void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
-		      enum ibv_wc_opcode op, uint32_t byte_len, uint32_t imm, bool with_imm,
+		      enum ibv_wc_opcode op, uint32_t byte_len, uint32_t ex, int wc_flags,
 		      bool solicited)
 {
 	struct ibv_wc wc = {
@@ -200,9 +217,13 @@ void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_w
 		.byte_len = byte_len,
 		.qp_num = qp->qpn,
 		.src_qp = qp->attr.dest_qp_num,
-		.wc_flags = with_imm ? IBV_WC_WITH_IMM : 0,
-		.imm_data = imm,
+		.wc_flags = (unsigned int)wc_flags,
 	};
+
+	if (wc_flags & IBV_WC_WITH_INV)
+		wc.invalidated_rkey = ex;
+	else
+		wc.imm_data = ex;
 
 	if (!emu_cq_push(qp->recv_cq, &wc, solicited) && qp->state != IBV_QPS_ERR)
 		qp_error(qp, IBV_EVENT_QP_FATAL);
@@ -210,6 +231,9 @@ void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_w
 
 static void flush_queues(struct emu_qp *qp)
 {
+	struct ibv_sge sge[EMU_MAX_SGE];
+	struct recv_wqe flushed = { .sge = sge };
+
 	while (qp->sq_tail != qp->sq_head) {
 		struct send_wqe *wqe = &qp->sq[qp->sq_tail % qp->cap.max_send_wr];
 
@@ -221,15 +245,13 @@ static void flush_queues(struct emu_qp *qp)
 	qp->rd_atomic_out = 0;
 	if (qp->have_cur_recv) {
 		qp->have_cur_recv = false;
-		qp_complete_recv(qp, &qp->cur_recv, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, false,
+		qp_complete_recv(qp, &qp->cur_recv, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0,
 				 false);
 	}
-	while (qp->rq_tail != qp->rq_head) {
-		struct recv_wqe *r = &qp->rq[qp->rq_tail % qp->cap.max_recv_wr];
-
-		qp->rq_tail++;
-		qp_complete_recv(qp, r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, false, false);
-	}
+	/* An SRQ's WQEs belong to every QP that uses it: they stay for the others. */
+	while (recv_queue_take(&qp->rq, 0, &flushed) == RECV_TAKEN)
+		qp_complete_recv(qp, &flushed, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0,
+				 false);
 }
 
 void qp_error(struct emu_qp *qp, enum ibv_event_type event)
@@ -242,6 +264,9 @@ void qp_error(struct emu_qp *qp, enum ibv_event_type event)
 	if (!was_error && event != (enum ibv_event_type)-1)
 		qp_raise_event(qp, event);
 	flush_queues(qp);
+	/* Nothing more will be taken from the SRQ for this QP (rxe's flush_recv_queue()). */
+	if (!was_error && qp->srq)
+		qp_raise_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
 void qp_arm_timer(struct emu_qp *qp, int kind, uint64_t delay_ns)
@@ -335,7 +360,7 @@ static void apply_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int m
 static void reset_qp(struct emu_qp *qp)
 {
 	qp->sq_head = qp->sq_next = qp->sq_tail = 0;
-	qp->rq_head = qp->rq_tail = 0;
+	recv_queue_clear(&qp->rq);
 	qp->rd_atomic_out = 0;
 	qp->have_cur_recv = false;
 	qp->rnr_dropping = false;
@@ -365,7 +390,7 @@ static void transition_on_engine(void *arg)
 		conn_bind_pending(qp);
 		break;
 	case IBV_QPS_RTS:
-		if (qp->type != IBV_QPT_RC)
+		if (!qp_is_connected(qp))
 			break;
 		conn_bind_pending(qp);
 		if (!qp->req_conn && qp->state == IBV_QPS_RTS)
@@ -437,28 +462,12 @@ int emu_qp_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_
 
 	pthread_mutex_lock(&qp->lock);
 	for (; wr; wr = wr->next) {
-		struct recv_wqe *r;
-
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
-			ret = EINVAL;
+		/* As rxe: a QP with an SRQ has no receive queue of its own to post to. */
+		ret = qp->srq ? EINVAL : recv_queue_post(&qp->rq, wr);
+		if (ret)
 			break;
-		}
-		if (qp->rq_head - qp->rq_tail >= qp->cap.max_recv_wr) {
-			ret = ENOMEM;
-			break;
-		}
-		r = &qp->rq[qp->rq_head % qp->cap.max_recv_wr];
-		r->wr_id = wr->wr_id;
-		r->num_sge = wr->num_sge;
-		/* A receive without SGEs may leave sg_list NULL, which memcpy must not be given. */
-		if (wr->num_sge)
-			memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*r->sge));
-		qp->rq_head++;
-		if (qp->state == IBV_QPS_ERR) {
-			qp->rq_tail++;
-			qp_complete_recv(qp, r, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, false,
-					 false);
-		}
+		if (qp->state == IBV_QPS_ERR)
+			flush_queues(qp);
 	}
 	if (ret)
 		*bad_wr = wr;

@@ -12,6 +12,7 @@
 
 struct emu_engine;
 struct emu_qp;
+struct emu_srq;
 
 /* A UD address handle: the provider allocates it, the engine reads where it points. */
 struct emu_ah {
@@ -22,6 +23,13 @@ struct emu_ah {
 	uint8_t traffic_class;
 };
 struct mem_table;
+struct mem_region;
+
+/* A memory window as the provider allocates it: the engine binds the window it points to. */
+struct emu_mw {
+	struct ibv_mw ibv_mw;		/* what the application holds */
+	struct mem_region *window;	/* its slot in the key table (emu/mr.h) */
+};
 
 /* The process's engine, started on first use and stopped with its last user. */
 int emu_engine_get(struct emu_engine **out);
@@ -33,6 +41,7 @@ struct emu_qp_init {
 	enum ibv_qp_type type;
 	uint32_t pd_handle;
 	struct emu_cq *send_cq, *recv_cq;
+	struct emu_srq *srq;		/* receives come from it; NULL: the QP's own queue */
 	struct ibv_qp_cap cap;		/* in: asked for; out: granted */
 	bool sq_sig_all;
 	uint64_t handle;		/* async events carry it */

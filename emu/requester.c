@@ -15,21 +15,26 @@ struct wr_kind {
 	enum ibv_wc_opcode wc_op;
 	bool read_atomic;
 	bool has_payload;
+	bool local;		/* done here, in order, sending nothing */
 };
 
 static const struct wr_kind wr_kinds[] = {
 	[IBV_WR_SEND] = { OP_RC_SEND_ONLY, IBV_WC_SEND, false, true },
 	[IBV_WR_SEND_WITH_IMM] = { OP_RC_SEND_ONLY_IMM, IBV_WC_SEND, false, true },
+	[IBV_WR_SEND_WITH_INV] = { OP_RC_SEND_ONLY_INV, IBV_WC_SEND, false, true },
 	[IBV_WR_RDMA_WRITE] = { OP_RC_WRITE_ONLY, IBV_WC_RDMA_WRITE, false, true },
 	[IBV_WR_RDMA_WRITE_WITH_IMM] = { OP_RC_WRITE_ONLY_IMM, IBV_WC_RDMA_WRITE, false, true },
 	[IBV_WR_RDMA_READ] = { OP_RC_READ_REQUEST, IBV_WC_RDMA_READ, true, false },
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = { OP_RC_CMP_SWAP, IBV_WC_COMP_SWAP, true, false },
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { OP_RC_FETCH_ADD, IBV_WC_FETCH_ADD, true, false },
+	[IBV_WR_BIND_MW] = { 0, IBV_WC_BIND_MW, false, false, true },
+	[IBV_WR_LOCAL_INV] = { 0, IBV_WC_LOCAL_INV, false, false, true },
 };
 
 static const struct wr_kind *wr_kind(enum ibv_wr_opcode op)
 {
-	if ((unsigned int)op >= sizeof(wr_kinds) / sizeof(wr_kinds[0]) || !wr_kinds[op].wire_op)
+	if ((unsigned int)op >= sizeof(wr_kinds) / sizeof(wr_kinds[0]) ||
+	    (!wr_kinds[op].wire_op && !wr_kinds[op].local))
 		return NULL;
 	return &wr_kinds[op];
 }
@@ -41,11 +46,28 @@ enum ibv_wc_opcode requester_wc_opcode(enum ibv_wr_opcode op)
 	return k ? k->wc_op : IBV_WC_SEND;
 }
 
+/* The opcode of a WR's request on this QP's transport (wr_kinds holds the RC ones). */
+static uint8_t request_opcode(const struct emu_qp *qp, const struct wr_kind *k)
+{
+	return qp_opcode_transport(qp->type) | (k->wire_op & ~OP_TRANSPORT_MASK);
+}
+
 static int validate_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *length)
 {
 	const struct wr_kind *k = wr_kind(wr->opcode);
 	bool is_inline = wr->send_flags & IBV_SEND_INLINE;
 
+	/*
+	 * An operation the transport has no opcode for (READ, atomics or SEND_WITH_INV on UC)
+	 * is refused.
+	 */
+	if (k && !k->local && !wire_opcodes[request_opcode(qp, k)].name)
+		return EINVAL;
+	if (k && k->local) {
+		/* No data: the SGEs are not looked at (rxe ignores them too). */
+		*length = 0;
+		return wr->opcode == IBV_WR_BIND_MW && !wr->bind_mw.mw ? EINVAL : 0;
+	}
 	/* Inline data is copied at post time and needs no SGE slots: only its size counts. */
 	if (!k || wr->num_sge < 0 ||
 	    (!is_inline && (uint32_t)wr->num_sge > qp->cap.max_send_sge))
@@ -68,7 +90,9 @@ static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t l
 	wqe->wr = *wr;
 	wqe->wr.next = NULL;
 	wqe->wr.sg_list = wqe->sge;
-	if (!(wr->send_flags & IBV_SEND_INLINE)) {
+	if (wr_kind(wr->opcode)->local) {
+		wqe->wr.num_sge = 0;
+	} else if (!(wr->send_flags & IBV_SEND_INLINE)) {
 		/* A WR without SGEs may leave sg_list NULL, which memcpy must not be given. */
 		if (wr->num_sge)
 			memcpy(wqe->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*wqe->sge));
@@ -84,8 +108,27 @@ static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t l
 		}
 	}
 	wqe->length = length;
-	wqe->psn = qp->next_psn;
-	qp->next_psn = (qp->next_psn + 1) & BTH_PSN_MASK;
+	if (wr_kind(wr->opcode)->local) {
+		wqe->psn = WQE_NO_PSN;
+	} else {
+		wqe->psn = qp->next_psn;
+		qp->next_psn = (qp->next_psn + 1) & BTH_PSN_MASK;
+	}
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		const struct ibv_mw_bind_info *info = &wr->bind_mw.bind_info;
+
+		wqe->bind_window = ((const struct emu_mw *)wr->bind_mw.mw)->window;
+		wqe->bind = (struct mw_bind_req){
+			.new_rkey = wr->bind_mw.rkey,
+			.has_mr = info->mr != NULL,
+			.mr_lkey = info->mr ? info->mr->lkey : 0,
+			.addr = info->addr,
+			.length = info->length,
+			.access = (int)info->mw_access_flags,
+			.qp_pd_handle = qp->pd_handle,
+			.qpn = qp->qpn,
+		};
+	}
 	wqe->sent = false;
 	wqe->done = false;
 	wqe->status = IBV_WC_SUCCESS;
@@ -151,8 +194,11 @@ void requester_rewind(struct emu_qp *qp, uint32_t psn)
 	}
 }
 
-/* A local error on wqe: it completes in error once everything before it has completed. */
-static void fail_wqe(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status)
+/*
+ * A WQE that ends here, without the wire (a local operation, or a local error): it completes
+ * with status once everything before it has completed.
+ */
+static void finish_here(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status)
 {
 	wqe->status = status;
 	wqe->done = true;
@@ -203,12 +249,13 @@ static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct 
 	const struct ibv_send_wr *wr = &wqe->wr;
 
 	memset(pkt, 0, sizeof(*pkt));
-	pkt->opcode = wr_kind(wr->opcode)->wire_op;
+	pkt->opcode = request_opcode(qp, wr_kind(wr->opcode));
 	pkt->qpn = qp->attr.dest_qp_num;
 	pkt->psn = wqe->psn;
 	pkt->ack_req = true;
 	pkt->solicited = wr->send_flags & IBV_SEND_SOLICITED;
 	pkt->imm = wr->imm_data;
+	pkt->inv_rkey = wr->invalidate_rkey;
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -230,6 +277,17 @@ static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct 
 	}
 	if (wr_kind(wr->opcode)->has_payload)
 		pkt->payload_len = wqe->length;
+}
+
+/* A bind or a local invalidation, done when the send queue reaches it. */
+static enum ibv_wc_status do_local_op(struct emu_qp *qp, struct send_wqe *wqe)
+{
+	if (wqe->wr.opcode == IBV_WR_BIND_MW)
+		return mw_bind(the_mem_table(), wqe->bind_window, &wqe->bind) ?
+		       IBV_WC_MW_BIND_ERR : IBV_WC_SUCCESS;
+	/* As rxe: what cannot be invalidated is a local QP operation error. */
+	return mw_invalidate(the_mem_table(), wqe->wr.invalidate_rkey, qp->pd_handle, false, 0) ?
+	       IBV_WC_LOC_QP_OP_ERR : IBV_WC_SUCCESS;
 }
 
 struct connect_call {
@@ -281,10 +339,19 @@ void requester_progress(struct emu_qp *qp)
 		unsigned int hdr_len;
 		int niov = 0, ret;
 
+		if (wqe->done) {
+			qp->sq_next++;	/* a local operation done before the stream was lost */
+			continue;
+		}
+		if (k->local) {
+			/* In order: what is posted after it sees it done (ibv_bind_mw(3)). */
+			finish_here(qp, wqe, do_local_op(qp, wqe));
+			continue;
+		}
 		if (k->read_atomic && qp->rd_atomic_out >= qp->attr.max_rd_atomic)
 			break;	/* IBTA: no more outstanding READ/atomics than max_rd_atomic */
 		if (k->has_payload && !gather_payload(qp, wqe, iov, &niov, refs, &status)) {
-			fail_wqe(qp, wqe, status);
+			finish_here(qp, wqe, status);
 			return;
 		}
 		build_request(qp, wqe, &pkt);
@@ -297,6 +364,12 @@ void requester_progress(struct emu_qp *qp)
 			return;	/* the stream broke: its loss resends from the oldest WQE */
 		wqe->sent = true;
 		qp->sq_next++;
+		if (qp->type == IBV_QPT_UC) {
+			/* Unacknowledged: a UC message is done once it has left. */
+			wqe->done = true;
+			completer_advance(qp);
+			continue;
+		}
 		if (k->read_atomic)
 			qp->rd_atomic_out++;
 		if (!qp->timer_ns && qp->attr.timeout)

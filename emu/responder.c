@@ -46,20 +46,23 @@ static uint8_t nak_for(enum mem_access_result r)
 									    NAK_REMOTE_ACCESS;
 }
 
+/* An RDMA WRITE (with or without immediate) of any transport: a RETH and a payload. */
+static bool is_write(uint8_t opcode)
+{
+	uint32_t flags = wire_opcodes[opcode].flags;
+
+	return (flags & HDR_RETH) && (flags & OPF_PAYLOAD);
+}
+
 static int needed_right(uint8_t opcode)
 {
-	switch (opcode) {
-	case OP_RC_WRITE_ONLY:
-	case OP_RC_WRITE_ONLY_IMM:
-		return IBV_ACCESS_REMOTE_WRITE;
-	case OP_RC_READ_REQUEST:
-		return IBV_ACCESS_REMOTE_READ;
-	case OP_RC_CMP_SWAP:
-	case OP_RC_FETCH_ADD:
+	uint32_t flags = wire_opcodes[opcode].flags;
+
+	if (flags & HDR_ATMETH)
 		return IBV_ACCESS_REMOTE_ATOMIC;
-	default:
-		return 0;
-	}
+	if (flags & HDR_RETH)
+		return is_write(opcode) ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+	return 0;
 }
 
 /* Runs the one access check for the request's remote range. */
@@ -70,7 +73,7 @@ static enum mem_access_result check_remote(struct emu_qp *qp, const struct wire_
 	enum mem_access_result r;
 	void *host;
 
-	r = mr_check_remote_access(the_mem_table(), pkt->rkey, qp->pd_handle,
+	r = mr_check_remote_access(the_mem_table(), pkt->rkey, qp->pd_handle, qp->qpn,
 				   qp->attr.qp_access_flags, needed_right(pkt->opcode), pkt->va, len,
 				   &ref, &host);
 	if (r == MEM_ACCESS_OK && ref)
@@ -85,6 +88,49 @@ static void refuse(struct emu_qp *qp, uint8_t nak_code, enum mem_access_result w
 	qp->refusal = why;
 }
 
+/* Points the sink at where the payload of an accepted request goes. */
+static void aim_sink(struct emu_qp *qp, const struct wire_packet *pkt, struct rx_sink *sink)
+{
+	if (is_write(pkt->opcode)) {
+		sink->kind = SINK_REMOTE;
+		sink->pd_handle = qp->pd_handle;
+		sink->qp_access = qp->attr.qp_access_flags;
+		sink->qpn = qp->qpn;
+		sink->needed = IBV_ACCESS_REMOTE_WRITE;
+		sink->rkey = pkt->rkey;
+		sink->va = pkt->va;
+	} else if (wire_opcodes[pkt->opcode].flags & OPF_RECV_WQE) {
+		sink->kind = SINK_LOCAL;
+		sink->pd_handle = qp->cur_recv.pd_handle;
+		sink->needed = IBV_ACCESS_LOCAL_WRITE;
+		sink->sge = qp->cur_recv.sge;
+		sink->num_sge = qp->cur_recv.num_sge;
+	}
+}
+
+/*
+ * UC: nothing is acknowledged, so what cannot be placed (no right, bad key or range, no
+ * receive, a receive too small) is dropped silently, before any receive is taken, and the
+ * requester never knows (IBTA class D; rxe's drop_msg).
+ */
+static void uc_begin(struct emu_qp *qp, const struct wire_packet *pkt, struct rx_sink *sink)
+{
+	uint64_t need = is_write(pkt->opcode) ? 0 : pkt->payload_len;
+
+	/* Nothing is resent, so there are no duplicates: each message is the next one. */
+	qp->epsn = (pkt->psn + 1) & BTH_PSN_MASK;
+	if (is_write(pkt->opcode) &&
+	    (check_remote(qp, pkt) != MEM_ACCESS_OK || pkt->payload_len != pkt->dma_len))
+		return;
+	if (wire_opcodes[pkt->opcode].flags & OPF_RECV_WQE) {
+		if (qp_take_recv(qp, need, &qp->cur_recv) != RECV_TAKEN)
+			return;
+		qp->have_cur_recv = true;
+	}
+	qp->verdict = RESP_EXECUTE;
+	aim_sink(qp, pkt, sink);
+}
+
 void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 		     struct rx_sink *sink)
 {
@@ -96,6 +142,10 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 	qp->verdict = RESP_DROP;
 	if (!accepts_requests(qp))
 		return;
+	if (qp->type == IBV_QPT_UC) {
+		uc_begin(qp, pkt, sink);
+		return;
+	}
 	if (qp->rnr_dropping) {
 		if (pkt->psn != qp->epsn)
 			return;
@@ -118,44 +168,29 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 	} else {
 		r = MEM_ACCESS_OK;
 	}
-	if ((pkt->opcode == OP_RC_WRITE_ONLY || pkt->opcode == OP_RC_WRITE_ONLY_IMM) &&
-	    pkt->payload_len != pkt->dma_len) {
+	if (is_write(pkt->opcode) && pkt->payload_len != pkt->dma_len) {
 		refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
 		return;
 	}
 	if (flags & OPF_RECV_WQE) {
-		if (qp->rq_tail == qp->rq_head) {
+		if (qp_take_recv(qp, 0, &qp->cur_recv) != RECV_TAKEN) {
 			qp->verdict = RESP_RNR;
 			return;
 		}
-		qp->cur_recv = qp->rq[qp->rq_tail % qp->cap.max_recv_wr];
-		qp->rq_tail++;
 		qp->have_cur_recv = true;
 	}
 	if (r != MEM_ACCESS_OK) {
 		refuse(qp, nak_for(r), r);
 		return;
 	}
-	qp->verdict = RESP_EXECUTE;
-	if (pkt->opcode == OP_RC_WRITE_ONLY || pkt->opcode == OP_RC_WRITE_ONLY_IMM) {
-		sink->kind = SINK_REMOTE;
-		sink->pd_handle = qp->pd_handle;
-		sink->qp_access = qp->attr.qp_access_flags;
-		sink->needed = IBV_ACCESS_REMOTE_WRITE;
-		sink->rkey = pkt->rkey;
-		sink->va = pkt->va;
-	} else if (pkt->opcode != OP_RC_WRITE_ONLY_IMM && (flags & OPF_RECV_WQE)) {
-		if (pkt->payload_len > sge_total_length(qp->cur_recv.sge, qp->cur_recv.num_sge)) {
-			refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
-			qp->recv_status = IBV_WC_LOC_LEN_ERR;
-			return;
-		}
-		sink->kind = SINK_LOCAL;
-		sink->pd_handle = qp->pd_handle;
-		sink->needed = IBV_ACCESS_LOCAL_WRITE;
-		sink->sge = qp->cur_recv.sge;
-		sink->num_sge = qp->cur_recv.num_sge;
+	if (!is_write(pkt->opcode) && (flags & OPF_RECV_WQE) &&
+	    pkt->payload_len > sge_total_length(qp->cur_recv.sge, qp->cur_recv.num_sge)) {
+		refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
+		qp->recv_status = IBV_WC_LOC_LEN_ERR;
+		return;
 	}
+	qp->verdict = RESP_EXECUTE;
+	aim_sink(qp, pkt, sink);
 }
 
 static void send_read_response(struct emu_qp *qp, struct conn *c, const struct wire_packet *req)
@@ -175,7 +210,7 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 	void *host = NULL;
 
 	/* Checked again: the region may have gone since the request arrived. */
-	r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle,
+	r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle, qp->qpn,
 				   qp->attr.qp_access_flags, IBV_ACCESS_REMOTE_READ, req->va,
 				   req->dma_len, &ref, &host);
 	if (r != MEM_ACCESS_OK) {
@@ -207,7 +242,7 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 	if (qp->last_atomic.valid && qp->last_atomic.psn == req->psn) {
 		pkt.orig = qp->last_atomic.orig;	/* a resent atomic is answered, not redone */
 	} else {
-		r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle,
+		r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle, qp->qpn,
 					   qp->attr.qp_access_flags, IBV_ACCESS_REMOTE_ATOMIC,
 					   req->va, 8, &ref, &host);
 		if (r != MEM_ACCESS_OK) {
@@ -238,16 +273,20 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 static void complete_receive(struct emu_qp *qp, const struct wire_packet *pkt,
 			     enum ibv_wc_status st)
 {
-	bool imm = wire_opcodes[pkt->opcode].flags & HDR_IMMDT;
-	enum ibv_wc_opcode op = pkt->opcode == OP_RC_WRITE_ONLY_IMM ? IBV_WC_RECV_RDMA_WITH_IMM :
-								       IBV_WC_RECV;
-	uint32_t len = pkt->opcode == OP_RC_WRITE_ONLY_IMM ? pkt->dma_len :
-							     (uint32_t)pkt->payload_len;
+	uint32_t hdrs = wire_opcodes[pkt->opcode].flags;
+	enum ibv_wc_opcode op = is_write(pkt->opcode) ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	uint32_t len = is_write(pkt->opcode) ? pkt->dma_len : (uint32_t)pkt->payload_len;
+	int flags = (hdrs & HDR_IMMDT) ? IBV_WC_WITH_IMM : 0;
+	uint32_t ex = pkt->imm;
 
 	if (!qp->have_cur_recv)
 		return;
 	qp->have_cur_recv = false;
-	qp_complete_recv(qp, &qp->cur_recv, st, op, st == IBV_WC_SUCCESS ? len : 0, pkt->imm, imm,
+	if ((hdrs & HDR_IETH) && st == IBV_WC_SUCCESS) {
+		flags = IBV_WC_WITH_INV;
+		ex = pkt->inv_rkey;
+	}
+	qp_complete_recv(qp, &qp->cur_recv, st, op, st == IBV_WC_SUCCESS ? len : 0, ex, flags,
 			 pkt->solicited);
 }
 
@@ -271,9 +310,28 @@ static void nak_and_fail(struct emu_qp *qp, struct conn *c, const struct wire_pa
 	qp_error(qp, event);
 }
 
+static void uc_end(struct emu_qp *qp, const struct wire_packet *pkt, const struct rx_sink *sink)
+{
+	if (sink->failure == MEM_ACCESS_OK) {
+		complete_receive(qp, pkt, IBV_WC_SUCCESS);
+	} else if (sink->kind == SINK_LOCAL) {
+		/* The receive's own buffer failed: its error and the QP's, as on RC. */
+		complete_receive(qp, pkt, mem_access_local_wc_status(sink->failure));
+		qp_error(qp, (enum ibv_event_type)-1);
+	} else {
+		/* The region went away mid-message: a receive already taken reports it. */
+		complete_receive(qp, pkt, IBV_WC_LOC_ACCESS_ERR);
+	}
+}
+
 void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 		   struct rx_sink *sink)
 {
+	if (qp->type == IBV_QPT_UC) {
+		if (qp->verdict == RESP_EXECUTE)
+			uc_end(qp, pkt, sink);
+		return;
+	}
 	switch (qp->verdict) {
 	case RESP_DROP:
 		return;
@@ -304,6 +362,14 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 			refuse(qp, NAK_REMOTE_OP, sink->failure);
 		if (sink->kind == SINK_LOCAL)
 			qp->recv_status = mem_access_local_wc_status(sink->failure);
+		nak_and_fail(qp, c, pkt);
+		return;
+	}
+	/* Send with Invalidate: the key dies before the receive completes (rxe's execute()). */
+	if ((wire_opcodes[pkt->opcode].flags & HDR_IETH) &&
+	    mw_invalidate(the_mem_table(), pkt->inv_rkey, qp->pd_handle, true, qp->qpn)) {
+		refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
+		qp->recv_status = IBV_WC_REM_INV_REQ_ERR;	/* rxe's status for this receive */
 		nak_and_fail(qp, c, pkt);
 		return;
 	}

@@ -32,7 +32,8 @@ static bool sink_window(struct rx_sink *s, size_t want, uint8_t **ptr, size_t *r
 	if (s->kind == SINK_DISCARD || s->failure != MEM_ACCESS_OK)
 		return false;
 	if (s->kind == SINK_REMOTE) {
-		r = mr_check_remote_access(the_mem_table(), s->rkey, s->pd_handle, s->qp_access,
+		r = mr_check_remote_access(the_mem_table(), s->rkey, s->pd_handle, s->qpn,
+					   s->qp_access,
 					   s->needed, s->va + s->offset, want, ref, &host);
 		*room = want;
 	} else {

@@ -88,7 +88,8 @@ static void build_grh(uint8_t grh[GRH_LEN], const uint8_t sgid[16], const uint8_
 static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const uint8_t *payload,
 		       const uint8_t sgid[16], const uint8_t dgid[16])
 {
-	struct recv_wqe rwqe;
+	struct ibv_sge sge[EMU_MAX_SGE];
+	struct recv_wqe rwqe = { .sge = sge };
 	struct rx_sink sink = { .kind = SINK_LOCAL, .needed = IBV_ACCESS_LOCAL_WRITE };
 	uint8_t grh[GRH_LEN];
 	uint32_t qkey;
@@ -103,26 +104,24 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 		qp->qkey_violations++;
 		return;
 	}
-	if (qp->rq_tail == qp->rq_head) {
+	if (qp_take_recv(qp, 0, &rwqe) != RECV_TAKEN) {
 		qp->dropped_no_recv++;
 		return;
 	}
-	rwqe = qp->rq[qp->rq_tail % qp->cap.max_recv_wr];
-	qp->rq_tail++;
 	if (GRH_LEN + pkt->payload_len > sge_total_length(rwqe.sge, rwqe.num_sge)) {
-		qp_complete_recv(qp, &rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, false, false);
+		qp_complete_recv(qp, &rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, false);
 		qp_error(qp, (enum ibv_event_type)-1);
 		return;
 	}
 	build_grh(grh, sgid, dgid, (uint32_t)pkt->payload_len);
-	sink.pd_handle = qp->pd_handle;
+	sink.pd_handle = rwqe.pd_handle;
 	sink.sge = rwqe.sge;
 	sink.num_sge = rwqe.num_sge;
 	sink_place(&sink, grh, GRH_LEN);
 	sink_place(&sink, payload, pkt->payload_len);
 	if (sink.failure != MEM_ACCESS_OK) {
 		qp_complete_recv(qp, &rwqe, mem_access_local_wc_status(sink.failure), IBV_WC_RECV,
-				 0, 0, false, false);
+				 0, 0, 0, false);
 		qp_error(qp, (enum ibv_event_type)-1);
 		return;
 	}
@@ -258,12 +257,15 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct ibv_send
 	msg.msg_iovlen = (size_t)niov;
 	memcpy(&to.sin6_addr, ah->dgid, 16);
 	to.sin6_port = htons((uint16_t)(pkt.qpn >> 8));
-	/* From the AH's source GID, so the receiver's GRH names the right sender. */
+	/*
+	 * From the AH's source GID, so the receiver's GRH names the right sender. The whole
+	 * control buffer is zeroed, padding included: the kernel is handed every byte.
+	 */
+	memset(&control, 0, sizeof(control));
 	cmsg = CMSG_FIRSTHDR(&msg);
 	cmsg->cmsg_level = IPPROTO_IPV6;
 	cmsg->cmsg_type = IPV6_PKTINFO;
 	cmsg->cmsg_len = CMSG_LEN(sizeof(struct in6_pktinfo));
-	memset(CMSG_DATA(cmsg), 0, sizeof(struct in6_pktinfo));
 	memcpy(&((struct in6_pktinfo *)CMSG_DATA(cmsg))->ipi6_addr, ah->sgid, 16);
 	if (sendmsg(qp->udp_fd, &msg, MSG_DONTWAIT) < 0) {
 		/* Dropped on the way, as a datagram may be: UD does not report it. */

@@ -88,7 +88,16 @@ enum aeth_nak_code {
 	NAK_REMOTE_OP = 3,
 };
 
-/* RC opcodes (IBTA table 38); only the ones we send or must recognise. */
+/*
+ * An opcode is a transport in its top three bits and an operation in the other five (IBTA
+ * 9.2.1): RC_SEND_ONLY 0x04 and UC_SEND_ONLY 0x24 are the same operation.
+ */
+#define OP_TRANSPORT_MASK	0xe0
+#define OP_TRANSPORT_RC		0x00
+#define OP_TRANSPORT_UC		0x20
+#define OP_TRANSPORT_UD		0x60
+
+/* The opcodes we send or must recognise (IBTA table 38). */
 enum wire_opcode {
 	OP_RC_SEND_ONLY = 0x04,
 	OP_RC_SEND_ONLY_IMM = 0x05,
@@ -101,6 +110,10 @@ enum wire_opcode {
 	OP_RC_CMP_SWAP = 0x13,
 	OP_RC_FETCH_ADD = 0x14,
 	OP_RC_SEND_ONLY_INV = 0x17,
+	OP_UC_SEND_ONLY = 0x24,
+	OP_UC_SEND_ONLY_IMM = 0x25,
+	OP_UC_WRITE_ONLY = 0x2a,
+	OP_UC_WRITE_ONLY_IMM = 0x2b,
 	OP_UD_SEND_ONLY = 0x64,
 	OP_UD_SEND_ONLY_IMM = 0x65,
 };

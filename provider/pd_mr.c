@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Protection domains and memory registration: the MR lives in the engine's key table. */
+/*
+ * Protection domains, memory registration and memory windows: MRs and windows live in the
+ * engine's key table (emu/mr.h).
+ */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -83,4 +86,63 @@ int sr_dereg_mr(struct verbs_mr *vmr)
 		return ret;
 	free(mr);
 	return 0;
+}
+
+struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct emu_mw *mw = calloc(1, sizeof(*mw));
+	int ret;
+
+	if (!mw)
+		return NULL;
+	ret = mw_alloc(mem_of(pd->context), pd->handle, type, &mw->window);
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	/* libibverbs' ibv_alloc_mw() leaves the whole object to the provider. */
+	mw->ibv_mw.context = pd->context;
+	mw->ibv_mw.pd = pd;
+	mw->ibv_mw.rkey = mw->window->rkey;
+	mw->ibv_mw.type = type;
+	return &mw->ibv_mw;
+}
+
+int sr_dealloc_mw(struct ibv_mw *ibmw)
+{
+	struct emu_mw *mw = (struct emu_mw *)ibmw;
+	int ret = mw_dealloc(mem_of(ibmw->context), mw->window);
+
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}
+
+/*
+ * ibv_bind_mw(): a type 1 bind is a BIND_MW work request like a type 2 one, with the next
+ * key chosen here (rxe does the same); the MW shows that key once the bind is posted.
+ */
+int sr_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+		.bind_mw = {
+			.mw = mw,
+			.rkey = ibv_inc_rkey(mw->rkey),
+			.bind_info = mw_bind->bind_info,
+		},
+	};
+	struct ibv_send_wr *bad;
+	int ret;
+
+	if (mw_bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return EINVAL;	/* o10-36.2.2: no zero-based type 1 window */
+	ret = sr_post_send(qp, &wr, &bad);
+	if (!ret)
+		mw->rkey = wr.bind_mw.rkey;
+	return ret;
 }

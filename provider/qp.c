@@ -39,9 +39,12 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 		errno = EINVAL;
 		return NULL;
 	}
-	if (attr->srq || (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD |
-					     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
-		errno = EOPNOTSUPP;	/* SRQ, XRC, RSS, TSO...: not built */
+	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		errno = EOPNOTSUPP;	/* XRC, RSS, TSO...: not built */
+		return NULL;
+	}
+	if (attr->srq && attr->srq->context != context) {
+		errno = EINVAL;
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));
@@ -51,6 +54,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 	init.pd_handle = attr->pd->handle;
 	init.send_cq = to_sr_cq(attr->send_cq)->cq;
 	init.recv_cq = to_sr_cq(attr->recv_cq)->cq;
+	init.srq = attr->srq ? to_sr_srq(attr->srq)->srq : NULL;
 	init.cap = attr->cap;
 	init.sq_sig_all = attr->sq_sig_all;
 	init.handle = (uintptr_t)&qp->vqp.qp;

@@ -173,6 +173,34 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t r
 	wr->wr.atomic.compare_add = add;
 }
 
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *bind_info)
+{
+	struct ibv_send_wr *wr = begin_wr(qpx, IBV_WR_BIND_MW);
+
+	if (!wr)
+		return;
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *bind_info;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = begin_wr(qpx, IBV_WR_LOCAL_INV);
+
+	if (wr)
+		wr->invalidate_rkey = invalidate_rkey;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = begin_wr(qpx, IBV_WR_SEND_WITH_INV);
+
+	if (wr)
+		wr->invalidate_rkey = invalidate_rkey;
+}
+
 /*
  * Ops qp_ex_init refuses in send_ops_flags. Their pointers are still set, so an application
  * that calls one anyway gets EOPNOTSUPP from wr_complete rather than a jump through NULL.
@@ -182,26 +210,6 @@ static void refuse_op(struct ibv_qp_ex *qpx)
 	fail_region(builder_of(qpx), EOPNOTSUPP);
 }
 
-static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
-		       const struct ibv_mw_bind_info *bind_info)
-{
-	(void)mw;
-	(void)rkey;
-	(void)bind_info;
-	refuse_op(qpx);
-}
-
-static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
-{
-	(void)invalidate_rkey;
-	refuse_op(qpx);
-}
-
-static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
-{
-	(void)invalidate_rkey;
-	refuse_op(qpx);
-}
 
 static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
 {

@@ -16,6 +16,7 @@ struct sr_device {
 struct emu_engine;
 struct emu_cq;
 struct emu_qp;
+struct emu_srq;
 struct mem_region;
 
 struct sr_context {
@@ -32,6 +33,11 @@ struct sr_pd {
 struct sr_mr {
 	struct verbs_mr vmr;
 	struct mem_region *region;
+};
+
+struct sr_srq {
+	struct verbs_srq vsrq;
+	struct emu_srq *srq;
 };
 
 /* The extended interfaces keep their state right before the verbs object (see their headers). */
@@ -82,6 +88,11 @@ static inline struct sr_qp *to_sr_qp(struct ibv_qp *qp)
 	return (struct sr_qp *)((char *)qp - offsetof(struct sr_qp, vqp.qp));
 }
 
+static inline struct sr_srq *to_sr_srq(struct ibv_srq *srq)
+{
+	return (struct sr_srq *)((char *)srq - offsetof(struct sr_srq, vsrq.srq));
+}
+
 /* Writes one async event record; the engine calls it too, through emu hooks. */
 void sr_raise_async_event(struct sr_context *ctx, uint64_t element, enum ibv_event_type type);
 
@@ -110,6 +121,14 @@ struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_a
 struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context,
 				  struct ibv_cq_init_attr_ex *attr);
 
+/* srq.c */
+struct ibv_srq *sr_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+struct ibv_srq *sr_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);
+int sr_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
+int sr_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int sr_destroy_srq(struct ibv_srq *srq);
+int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
 /* pd_mr.c */
 struct ibv_pd *sr_alloc_pd(struct ibv_context *context);
 int sr_dealloc_pd(struct ibv_pd *pd);
@@ -118,5 +137,8 @@ struct ibv_mr *sr_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 int sr_dereg_mr(struct verbs_mr *vmr);
 int sr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 		int access);
+struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int sr_dealloc_mw(struct ibv_mw *mw);
+int sr_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 
 #endif

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+/* Shared receive queues: the provider side of emu/srq.c. Basic SRQs only (no XRC, no TM). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "softrdma.h"
+#include "emu/srq.h"
+
+static struct ibv_srq *create_srq(struct ibv_pd *pd, struct ibv_srq_attr *attr)
+{
+	struct sr_context *ctx = to_sr_context(pd->context);
+	struct emu_srq_init init = { .pd_handle = pd->handle, .attr = *attr,
+				     .async_fd = ctx->async_notify_fd };
+	struct sr_srq *srq = calloc(1, sizeof(*srq));
+	struct ibv_srq *ibsrq;
+	int ret;
+
+	if (!srq)
+		return NULL;
+	ibsrq = &srq->vsrq.srq;
+	init.handle = (uintptr_t)ibsrq;
+	ret = emu_srq_create(ctx->engine, &init, &srq->srq);
+	if (ret) {
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
+	*attr = init.attr;
+	srq->vsrq.srq_type = IBV_SRQT_BASIC;
+	return ibsrq;
+}
+
+/* libibverbs' ibv_create_srq() fills in the rest of the ibv_srq. */
+struct ibv_srq *sr_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	return create_srq(pd, &attr->attr);
+}
+
+/*
+ * libibverbs sends a basic SRQ with only a PD here when the caller also set other mask bits;
+ * like the kernel, a basic SRQ ignores the XRC domain and CQ. XRC and tag matching are not
+ * built.
+ */
+struct ibv_srq *sr_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr)
+{
+	enum ibv_srq_type type = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? attr->srq_type :
+									      IBV_SRQT_BASIC;
+	struct ibv_srq *srq;
+
+	if (attr->comp_mask >= IBV_SRQ_INIT_ATTR_RESERVED || type != IBV_SRQT_BASIC) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
+	    attr->pd->context != context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = create_srq(attr->pd, &attr->attr);
+	if (!srq)
+		return NULL;
+	/* ibv_create_srq_ex() calls us directly: what ibv_create_srq() would set is ours. */
+	srq->context = context;
+	srq->srq_context = attr->srq_context;
+	srq->pd = attr->pd;
+	srq->events_completed = 0;
+	pthread_mutex_init(&srq->mutex, NULL);
+	pthread_cond_init(&srq->cond, NULL);
+	return srq;
+}
+
+int sr_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
+{
+	return emu_srq_modify(to_sr_srq(srq)->srq, attr, attr_mask);
+}
+
+int sr_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	return emu_srq_query(to_sr_srq(srq)->srq, attr);
+}
+
+int sr_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct sr_srq *srq = to_sr_srq(ibsrq);
+	int ret = emu_srq_destroy(srq->srq);
+
+	if (ret)
+		return ret;
+	pthread_cond_destroy(&ibsrq->cond);
+	pthread_mutex_destroy(&ibsrq->mutex);
+	free(srq);
+	return 0;
+}
+
+int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	return emu_srq_post_recv(to_sr_srq(srq)->srq, wr, bad_wr);
+}
