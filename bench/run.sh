@@ -1,0 +1,464 @@
+#!/usr/bin/env bash
+# The benchmark of issue 7: softrdma against raw TCP on this machine, in one command.
+#
+#   bench/run.sh [BUILD_DIR]        (default: build)
+#
+# - perftest between two processes on softrdma0 (server in the background, client to
+#   localhost): ib_write_bw/ib_read_bw/ib_send_bw and ib_write_bw -q 4 at 8 B-1 MiB,
+#   ib_write_lat/ib_read_lat/ib_send_lat at 8 B and 4 KiB, and the message rate of 8-byte
+#   writes with a deep queue;
+# - the raw-TCP reference at the same sizes: qperf tcp_bw and tcp_lat over loopback;
+#   the softrdma and TCP runs of one size follow each other, round after round, so machine
+#   noise hits both alike; every figure is the median of the rounds that worked;
+# - scale (bench/qp_scale.c): set-up time, RSS and fds for 1, 100 and 1000 connected RC QP
+#   pairs with one 8-byte RDMA WRITE on every QP, the CPU an idle process holding 1000 pairs
+#   uses over 5 s, and ibv_reg_mr time for 4 KiB-1 GiB of untouched memory.
+#
+# Prints the comparison table (also bench/results/latest.md), writes
+# bench/results/latest.json and plots bench/results/bandwidth.png. A run that fails or hangs
+# (every run has a timeout) is recorded with its error and counted; nothing is retried.
+# Missing Debian packages are installed when run as root; otherwise the script prints the
+# apt-get line and stops. Environment: ROUNDS (5), RUN_TIMEOUT (s per run, 25),
+# BUDGET_S (no new round starts that would end after this many seconds, 480),
+# SOFTRDMA_ENGINE (passed through to the engine).
+set -uo pipefail
+repo=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+cd "$repo" || exit 1
+build=${1:-build}
+rounds=${ROUNDS:-5}
+run_timeout=${RUN_TIMEOUT:-25}
+budget=${BUDGET_S:-480}
+results=bench/results
+
+packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
+	libcmocka-dev ibverbs-utils perftest qperf gnuplot-nox iproute2 procps)
+
+install_missing() {
+	local missing=() p
+	if ! command -v dpkg-query >/dev/null; then
+		echo "run.sh: not a Debian/Ubuntu system; install the equivalents of: ${packages[*]}" >&2
+		return 0
+	fi
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "run.sh: these packages are missing; install them and run this again:" >&2
+		echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "run.sh: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || exit 1
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || exit 1
+}
+
+install_missing
+for tool in ib_write_bw qperf gnuplot ss timeout; do
+	command -v "$tool" >/dev/null || { echo "run.sh: $tool not found" >&2; exit 1; }
+done
+echo "run.sh: building $build"
+{ cmake -S . -B "$build" >/dev/null && cmake --build "$build" -j "$(nproc)" >/dev/null; } ||
+	{ echo "run.sh: the build failed (cmake --build $build)" >&2; exit 1; }
+softrdma="$build/bin/softrdma"
+qp_scale="$build/bin/qp_scale"
+if [ ! -x "$softrdma" ] || [ ! -x "$qp_scale" ]; then
+	echo "run.sh: $softrdma or $qp_scale missing" >&2
+	exit 1
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/softrdma-bench.XXXXXX")
+raw="$work/raw.tsv"	# test size round ok v1 v2 v3 v4 seconds error command
+: >"$raw"
+declare -A live	# background processes started here and not yet reaped
+cleanup() {
+	local p
+	for p in "${!live[@]}"; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+now() { date +%s.%N; }
+t_start=$(now)
+elapsed() { awk -v a="$t_start" -v b="$(now)" 'BEGIN { printf "%d", b - a }'; }
+
+# Distinct ports below the ephemeral range (where the engines' and perftest's own connections
+# take theirs), skipping any port a socket on this host uses in any state.
+port_hi=$(($(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768) - 1))
+port_lo=$((port_hi > 12000 ? port_hi - 10000 : 1024))
+port=$((port_lo + $$ % (port_hi - port_lo)))
+next_port() {
+	port=$((port + 1))
+	[ "$port" -gt "$port_hi" ] && port=$port_lo
+	while ss -tanH "sport = :$port" 2>/dev/null | grep -q .; do
+		port=$((port + 1))
+		[ "$port" -gt "$port_hi" ] && port=$port_lo
+	done
+}
+
+# wait_port PORT PID: until PORT listens (at most 10 s), or the process PID is gone.
+wait_port() {
+	local i
+	for i in $(seq 200); do
+		ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# stop PID SECONDS: waits up to SECONDS for the (timeout-wrapped) process, then kills it and
+# its process group (timeout forwards the signal to everything it started).
+stop() {
+	local i n=$(($2 * 20))
+	for ((i = 0; i < n; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	unset "live[$1]"
+}
+
+errors_of() { # LOG...: the first error lines of the logs, one line, JSON-safe
+	# shellcheck disable=SC1003
+	grep -h -iE 'fail|error|couldn|unable|scnt|timed out|usage' "$@" 2>/dev/null | head -5 |
+		tr '\t"\\' '  /' | tr -s ' \n' ' ' | sed 's/^ //; s/ $//'
+}
+
+record() { # TEST SIZE ROUND OK V1 V2 V3 V4 SECONDS ERROR COMMAND
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$raw"
+}
+
+# perftest NAME SIZE ROUND PROGRAM ARGS...: one server/client pair on softrdma0. Bandwidth
+# tests record MB/s (10^6 B/s; perftest prints MiB/s) and Mmsg/s; latency tests record
+# t_avg, t_typical, t_min and the 99th percentile in µs.
+perftest() {
+	local name=$1 size=$2 round=$3 spid rc=0 t0 t1 log_s log_c vals err cmd secs
+	shift 3
+	next_port
+	cmd="$* -d softrdma0 -x 0 -p $port [localhost]"
+	log_s="$work/$name.$size.$round.server"
+	log_c="$work/$name.$size.$round.client"
+	timeout -k 2 "$run_timeout" "$softrdma" run -- "$@" -d softrdma0 -x 0 -p "$port" \
+		>"$log_s" 2>&1 &
+	spid=$!
+	live[$spid]=1
+	if ! wait_port "$port" "$spid"; then
+		stop "$spid" 0
+		record "$name" "$size" "$round" 0 - - - - 0 "server never listened: $(errors_of "$log_s")" "$cmd"
+		return
+	fi
+	t0=$(now)
+	timeout -k 2 "$run_timeout" "$softrdma" run -- "$@" -d softrdma0 -x 0 -p "$port" \
+		localhost >"$log_c" 2>&1 || rc=$?
+	t1=$(now)
+	# A server whose client failed can wait forever (ib_send_bw does): stop it at once.
+	if [ "$rc" -ne 0 ]; then stop "$spid" 0; else stop "$spid" 5; fi
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	case $name in
+	*_lat) vals=$(awk -v s="$size" '/#bytes/ { h = 1; next }
+		h && $1 == s && NF >= 8 { print $6, $5, $3, $8; exit }' "$log_c") ;;
+	*) vals=$(awk -v s="$size" '/#bytes/ { h = 1; next }
+		h && $1 == s && NF >= 5 { printf "%.3f %.6f - -\n", $4 * 1.048576, $5; exit }' "$log_c") ;;
+	esac
+	if [ "$rc" -eq 0 ] && [ -n "$vals" ]; then
+		# shellcheck disable=SC2086
+		record "$name" "$size" "$round" 1 $vals "$secs" "" "$cmd"
+		printf '  %-14s %8s B  ok    %s (%ss)\n' "$name" "$size" "${vals%% *}" "$secs"
+	else
+		err=$(errors_of "$log_c" "$log_s")
+		[ "$rc" -eq 124 ] && err="timed out after ${run_timeout}s; $err"
+		record "$name" "$size" "$round" 0 - - - - "$secs" "exit $rc: $err" "$cmd"
+		printf '  %-14s %8s B  FAIL  exit %s: %s\n' "$name" "$size" "$rc" "$err"
+	fi
+}
+
+# tcp SIZE ROUND: qperf tcp_bw and tcp_lat over loopback (records bw as MB/s and Mmsg/s;
+# latency, one way as qperf reports it, in µs).
+qperf_port=0
+tcp() {
+	local size=$1 round=$2 rc=0 log="$work/tcp.$1.$2" bw rate lat cmd
+	cmd="qperf localhost -lp $qperf_port -t 1 -m $size -uu -v tcp_bw tcp_lat"
+	# shellcheck disable=SC2086
+	timeout -k 2 "$run_timeout" $cmd >"$log" 2>&1 || rc=$?
+	read -r bw rate lat < <(awk '/^tcp_bw:/ { s = "bw" } /^tcp_lat:/ { s = "lat" }
+		s == "bw" && $1 == "bw" { bw = $3 } s == "bw" && $1 == "msg_rate" { r = $3 }
+		s == "lat" && $1 == "latency" { l = $3 }
+		END { printf "%s %s %s\n", bw == "" ? "-" : bw / 1e6, r == "" ? "-" : r / 1e6,
+		      l == "" ? "-" : l / 1e3 }' "$log")
+	if [ "$rc" -eq 0 ] && [ "$bw" != - ]; then
+		record tcp_bw "$size" "$round" 1 "$bw" "$rate" - - 0 "" "$cmd"
+	else
+		record tcp_bw "$size" "$round" 0 - - - - 0 "exit $rc: $(errors_of "$log")" "$cmd"
+	fi
+	if [ "$rc" -eq 0 ] && [ "$lat" != - ]; then
+		record tcp_lat "$size" "$round" 1 "$lat" - - - 0 "" "$cmd"
+	else
+		record tcp_lat "$size" "$round" 0 - - - - 0 "exit $rc: $(errors_of "$log")" "$cmd"
+	fi
+	printf '  %-14s %8s B  %s  %s MB/s, %s µs one way\n' tcp "$size" \
+		"$([ "$rc" -eq 0 ] && echo 'ok  ' || echo FAIL)" "$bw" "$lat"
+}
+
+sizes=(8 64 4096 65536 1048576)
+iters() { # SIZE: perftest -n for a run of about 1-3 s here (perftest's client adds 1 s)
+	case $1 in
+	8 | 64 | 4096) echo 20000 ;;
+	65536) echo 10000 ;;
+	*) echo 2000 ;;
+	esac
+}
+
+engine=${SOFTRDMA_ENGINE:-io_uring (default; epoll where io_uring is refused)}
+rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "run.sh: softrdma $rev, engine $engine, $rounds rounds, $(nproc) cpus, load $load_start"
+
+# --- scale: QP pairs, idle CPU, memory registration ------------------------------------
+scale_json=()
+echo "== scale (bench/qp_scale.c)"
+for n in 1 100 1000; do
+	idle=0
+	[ "$n" -eq 1000 ] && idle=5
+	out=$(timeout -k 2 120 "$softrdma" run -- "$qp_scale" pairs "$n" "$idle" 2>"$work/scale.err")
+	rc=$?
+	[ -n "$out" ] || out="{\"mode\": \"pairs\", \"pairs\": $n, \"ok\": false, \"failed_at\": \"exit $rc: $(errors_of "$work/scale.err")\"}"
+	scale_json+=("$out")
+	echo "  $out"
+done
+mr_json=$(timeout -k 2 120 "$softrdma" run -- "$qp_scale" mr 2>"$work/mr.err")
+[ -n "$mr_json" ] || mr_json="{\"mode\": \"mr\", \"ok\": false, \"error\": \"$(errors_of "$work/mr.err")\"}"
+echo "  $mr_json"
+
+# --- the qperf server, for all rounds ----------------------------------------------------
+next_port
+qperf_port=$port
+timeout -k 2 3600 qperf --listen_port "$qperf_port" >"$work/qperf.server" 2>&1 &
+qperf_pid=$!
+live[$qperf_pid]=1
+wait_port "$qperf_port" "$qperf_pid" || { echo "run.sh: qperf server did not start" >&2; exit 1; }
+
+# --- rounds: softrdma and TCP, size by size ---------------------------------------------
+done_rounds=0
+round_s=0
+round_load=()
+for ((r = 1; r <= rounds; r++)); do
+	if [ "$r" -gt 1 ] && [ $(($(elapsed) + round_s)) -gt "$budget" ]; then
+		echo "run.sh: stopping after $done_rounds rounds (another would pass ${budget}s)"
+		break
+	fi
+	r0=$(elapsed)
+	round_load+=("\"$(cut -d' ' -f1 /proc/loadavg)\"")
+	echo "== round $r of $rounds ($(elapsed)s elapsed, load $(cut -d' ' -f1-3 /proc/loadavg))"
+	for s in "${sizes[@]}"; do
+		n=$(iters "$s")
+		tcp "$s" "$r"
+		perftest write_bw "$s" "$r" ib_write_bw -s "$s" -n "$n"
+		perftest read_bw "$s" "$r" ib_read_bw -s "$s" -n "$n"
+		perftest send_bw "$s" "$r" ib_send_bw -s "$s" -n "$n"
+		perftest write_bw_q4 "$s" "$r" ib_write_bw -q 4 -s "$s" -n "$((n / 4))"
+		if [ "$s" -eq 8 ] || [ "$s" -eq 4096 ]; then
+			perftest write_lat "$s" "$r" ib_write_lat -s "$s" -n 3000
+			perftest read_lat "$s" "$r" ib_read_lat -s "$s" -n 3000
+			perftest send_lat "$s" "$r" ib_send_lat -s "$s" -n 3000
+		fi
+	done
+	# Message rate: 8-byte writes, 512 deep, posted 16 at a time (perftest's MsgRate).
+	perftest msgrate 8 "$r" ib_write_bw -s 8 -t 512 -l 16 -n 48000
+	done_rounds=$r
+	round_s=$(($(elapsed) - r0))
+done
+stop "$qperf_pid" 0
+runtime=$(elapsed)
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- summary -----------------------------------------------------------------------------
+# med TEST SIZE [COL]: median of column COL (5 = the first value) over the rounds that worked.
+med() {
+	awk -F'\t' -v t="$1" -v s="$2" -v c="${3:-5}" '$1 == t && $2 == s && $4 == 1 { print $c }' "$raw" |
+		sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
+}
+# rng TEST SIZE [COL]: "min-max" of the same runs.
+rng() {
+	awk -F'\t' -v t="$1" -v s="$2" -v c="${3:-5}" '$1 == t && $2 == s && $4 == 1 { print $c }' "$raw" |
+		sort -g | awk 'function f(v) { return sprintf(v >= 100 ? "%.0f" : v >= 1 ? "%.1f" : "%.3f", v) }
+			{ a[NR] = $1 } END { if (NR > 1) printf "%s-%s", f(a[1]), f(a[NR]) }'
+}
+oks() { awk -F'\t' -v t="$1" -v s="$2" '$1 == t && $2 == s { n++; ok += $4 } END { printf "%d/%d", ok, n }' "$raw"; }
+fmt() { # VALUE UNIT [RANGE]
+	if [ -n "$1" ]; then
+		awk -v v="$1" -v u="$2" -v r="${3:-}" 'BEGIN {
+			printf (v >= 100 ? "%.0f %s" : v >= 1 ? "%.1f %s" : "%.3f %s"), v, u
+			if (r != "") printf " (%s)", r }'
+	else
+		echo "FAIL"
+	fi
+}
+ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf (a / b >= 0.1 ? "%.2f" : "%.3f"), a / b }' || echo -; }
+human() { case $1 in 4096) echo "4 KiB" ;; 65536) echo "64 KiB" ;; 1048576) echo "1 MiB" ;; *) echo "$1 B" ;; esac; }
+jnum() { [ -n "$1" ] && [ "$1" != - ] && echo "$1" || echo null; }
+nan() { [ -n "$1" ] && echo "$1" || echo NaN; }
+tcp_lat_for() { # TEST SIZE: the TCP figure a latency test compares with
+	local b
+	b=$(med tcp_lat "$2")
+	# perftest reports a READ's whole round trip; qperf (and ib_write/send_lat) half of one.
+	[ "$1" = read_lat ] && [ -n "$b" ] && b=$(awk -v v="$b" 'BEGIN { print 2 * v }')
+	echo "$b"
+}
+# jget: value of "key" in the one-line JSON objects qp_scale prints (flat, no nesting).
+jget_awk='function jget(s, k,   v) {
+	if (!match(s, "\"" k "\": (\"[^\"]*\"|[^,}]*)")) return ""
+	v = substr(s, RSTART + length(k) + 4, RLENGTH - length(k) - 4); gsub(/"/, "", v); return v }'
+
+mkdir -p "$results"
+md="$results/latest.md"
+{
+	echo "| test | size | softrdma: median (min-max) | TCP (qperf): median (min-max) | ratio of medians (>1: softrdma ahead) | softrdma runs ok |"
+	echo "| --- | --- | --- | --- | --- | --- |"
+	for t in write_bw read_bw send_bw write_bw_q4; do
+		case $t in
+		write_bw_q4) label="BW write, 4 QPs" ;;
+		*) label="BW ${t%_bw}" ;;
+		esac
+		for s in "${sizes[@]}"; do
+			a=$(med "$t" "$s")
+			b=$(med tcp_bw "$s")
+			echo "| $label | $(human "$s") | $(fmt "$a" MB/s "$(rng "$t" "$s")") | $(fmt "$b" MB/s "$(rng tcp_bw "$s")") | $(ratio "$a" "$b") | $(oks "$t" "$s") |"
+		done
+	done
+	for t in write_lat send_lat read_lat; do
+		what="one way"
+		[ "$t" = read_lat ] && what="round trip"
+		for s in 8 4096; do
+			a=$(med "$t" "$s")
+			b=$(tcp_lat_for "$t" "$s")
+			tr=$(rng tcp_lat "$s")
+			[ "$t" = read_lat ] && [ -n "$tr" ] && tr="$(echo "$tr" | awk -F- '{ printf "%.1f-%.1f", 2 * $1, 2 * $2 }')"
+			echo "| lat ${t%_lat} ($what, avg) | $(human "$s") | $(fmt "$a" µs "$(rng "$t" "$s")") | $(fmt "$b" µs "$tr") | $(ratio "$b" "$a") | $(oks "$t" "$s") |"
+		done
+	done
+	a=$(med msgrate 8 6)
+	b=$(med tcp_bw 8 6)
+	echo "| msg rate, 8 B writes | 8 B | $(fmt "$a" M/s "$(rng msgrate 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks msgrate 8) |"
+	echo
+	echo "| connected RC QP pairs | set-up (create + INIT/RTR/RTS) | per pair | RSS after | RSS per pair | fds | one 8 B write on each QP | ok |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+	for j in "${scale_json[@]}"; do
+		echo "$j" | awk "$jget_awk"'{
+			printf "| %s | %.1f ms | %s µs | %.1f MiB | %s KiB | %s | %.1f ms | %s%s |\n",
+			       jget($0, "pairs"), jget($0, "setup_s") * 1000, jget($0, "setup_us_per_pair"),
+			       jget($0, "rss_kb_after_writes") / 1024, jget($0, "rss_kb_per_pair"),
+			       jget($0, "fds_after"), jget($0, "writes_s") * 1000, jget($0, "ok"),
+			       jget($0, "failed_at") == "" ? "" : " (" jget($0, "failed_at") ")" }'
+	done
+	for j in "${scale_json[@]}"; do
+		echo "$j" | awk "$jget_awk"'jget($0, "idle_s") > 0 {
+			printf "\nIdle: a process holding %s connected pairs used %s%% of one CPU over %s s (utime+stime of all threads: /proc/self/stat, 10 ms ticks; getrusage: %s%%).\n",
+			       jget($0, "pairs"), jget($0, "idle_cpu_pct"), jget($0, "idle_s"), jget($0, "idle_cpu_pct_rusage") }'
+	done
+	echo
+	echo "| ibv_reg_mr, untouched mmap | median | min | max | ibv_dereg_mr median | RSS change |"
+	echo "| --- | --- | --- | --- | --- | --- |"
+	echo "$mr_json" | tr '{' '\n' | grep '"bytes"' | awk "$jget_awk"'{
+		b = jget($0, "bytes") + 0
+		if (b >= 1073741824) h = (b / 1073741824) " GiB"
+		else if (b >= 1048576) h = (b / 1048576) " MiB"
+		else h = (b / 1024) " KiB"
+		printf "| %s | %s µs | %s µs | %s µs | %s µs | %+d KiB |\n", h, jget($0, "reg_us_median"),
+		       jget($0, "reg_us_min"), jget($0, "reg_us_max"), jget($0, "dereg_us_median"),
+		       jget($0, "rss_kb_registered") - jget($0, "rss_kb_before") }'
+	echo
+	echo "Medians of $done_rounds interleaved rounds; ${runtime}s in all; engine $engine; softrdma $rev;"
+	echo "load average $load_start at the start, $load_end at the end. MB/s = 10^6 bytes/s (perftest's"
+	echo "MiB/s converted). Latency: perftest t_avg against qperf tcp_lat (one way, half a round trip)."
+} >"$md"
+echo
+cat "$md"
+
+# --- JSON ----------------------------------------------------------------------------------
+json="$results/latest.json"
+{
+	printf '{\n  "meta": {"date": "%s", "host": "%s", "kernel": "%s", "cpus": %s, "softrdma": "%s",\n' \
+		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(hostname)" "$(uname -r)" "$(nproc)" "$rev"
+	printf '    "engine": "%s", "perftest": "%s", "qperf": "%s", "rounds": %s, "runtime_s": %s,\n' \
+		"$engine" "$(dpkg-query -W -f='${Version}' perftest 2>/dev/null)" \
+		"$(dpkg-query -W -f='${Version}' qperf 2>/dev/null)" "$done_rounds" "$runtime"
+	printf '    "loadavg_start": "%s", "loadavg_end": "%s", "loadavg_1min_per_round": [%s],\n' \
+		"$load_start" "$load_end" "$(IFS=,; echo "${round_load[*]}")"
+	printf '    "command": "bench/run.sh %s", "rounds_requested": %s, "run_timeout_s": %s,\n' \
+		"$build" "$rounds" "$run_timeout"
+	printf '    "units": {"bw": "MB/s (10^6 B/s)", "msgrate": "million messages/s", "lat": "us, perftest t_avg; write/send/tcp one way, read round trip"}},\n'
+	printf '  "bandwidth": ['
+	sep=""
+	for s in "${sizes[@]}"; do
+		b=$(med tcp_bw "$s")
+		printf '%s\n    {"size": %s, "tcp": %s' "$sep" "$s" "$(jnum "$b")"
+		for t in write_bw read_bw send_bw write_bw_q4; do
+			k=${t/_bw/}
+			a=$(med "$t" "$s")
+			printf ', "%s": %s, "%s_vs_tcp": %s, "%s_ok": "%s"' "$k" "$(jnum "$a")" "$k" \
+				"$(jnum "$(ratio "$a" "$b")")" "$k" "$(oks "$t" "$s")"
+		done
+		printf '}'
+		sep=","
+	done
+	printf '\n  ],\n  "latency": ['
+	sep=""
+	for t in write_lat send_lat read_lat; do
+		for s in 8 4096; do
+			a=$(med "$t" "$s")
+			b=$(tcp_lat_for "$t" "$s")
+			printf '%s\n    {"test": "%s", "size": %s, "avg_us": %s, "typical_us": %s, "min_us": %s, "p99_us": %s, "tcp_us": %s, "tcp_over_softrdma": %s, "ok": "%s"}' \
+				"$sep" "$t" "$s" "$(jnum "$a")" "$(jnum "$(med "$t" "$s" 6)")" "$(jnum "$(med "$t" "$s" 7)")" \
+				"$(jnum "$(med "$t" "$s" 8)")" "$(jnum "$b")" "$(jnum "$(ratio "$b" "$a")")" "$(oks "$t" "$s")"
+			sep=","
+		done
+	done
+	a=$(med msgrate 8 6)
+	b=$(med tcp_bw 8 6)
+	printf '\n  ],\n  "msgrate": {"test": "ib_write_bw -s 8 -t 512 -l 16", "mmsg_s": %s, "tcp_8B_mmsg_s": %s, "ratio": %s, "ok": "%s"},\n' \
+		"$(jnum "$a")" "$(jnum "$b")" "$(jnum "$(ratio "$a" "$b")")" "$(oks msgrate 8)"
+	printf '  "scale": ['
+	sep=""
+	for j in "${scale_json[@]}"; do
+		printf '%s\n    %s' "$sep" "$j"
+		sep=","
+	done
+	printf '\n  ],\n  "mr": %s,\n  "runs": [' "$mr_json"
+	awk -F'\t' 'function n(v) { return v == "-" ? "null" : v } BEGIN { sep = "" } {
+		printf "%s\n    {\"test\": \"%s\", \"size\": %s, \"round\": %s, \"ok\": %s, \"values\": [%s, %s, %s, %s], \"client_s\": %s, \"error\": \"%s\", \"command\": \"%s\"}",
+		       sep, $1, $2, $3, $4 ? "true" : "false", n($5), n($6), n($7), n($8), $9, $10, $11; sep = "," }' "$raw"
+	printf '\n  ]\n}\n'
+} >"$json"
+
+# --- plot ----------------------------------------------------------------------------------
+dat="$work/bw.dat"
+for s in "${sizes[@]}"; do
+	echo "$s $(nan "$(med tcp_bw "$s")") $(nan "$(med write_bw "$s")") $(nan "$(med read_bw "$s")") $(nan "$(med send_bw "$s")")"
+done >"$dat"
+gnuplot <<GNUPLOT 2>"$work/gnuplot.err" || echo "run.sh: gnuplot failed: $(cat "$work/gnuplot.err")" >&2
+set terminal pngcairo noenhanced size 900,560 font ",11"
+set output "$results/bandwidth.png"
+set title "Bandwidth vs message size, softrdma (perftest) and TCP (qperf), loopback, $(nproc) cores\nmedian of $done_rounds interleaved rounds, $(date -u +%Y-%m-%d), softrdma $rev"
+set logscale xy
+set xlabel "message size"
+set ylabel "MB/s (10^6 bytes/s)"
+set xtics ("8 B" 8, "64 B" 64, "4 KiB" 4096, "64 KiB" 65536, "1 MiB" 1048576)
+set format y "%g"
+set grid
+set key top left
+set label 1 "no point: no run of that size worked (bench/results/latest.md)" at graph 0.99, graph 0.03 right font ",9"
+plot "$dat" using 1:2 with linespoints lw 2 pt 7 title "TCP (qperf tcp_bw)", \
+     "$dat" using 1:3 with linespoints lw 2 pt 5 title "softrdma RDMA WRITE (ib_write_bw)", \
+     "$dat" using 1:4 with linespoints lw 2 pt 9 title "softrdma RDMA READ (ib_read_bw)", \
+     "$dat" using 1:5 with linespoints lw 2 pt 11 title "softrdma SEND (ib_send_bw)"
+GNUPLOT
+echo
+echo "run.sh: ${runtime}s; wrote $json, $md and $results/bandwidth.png"
