@@ -30,6 +30,7 @@
 #define ALL_RIGHTS	(LW | RW | RR | RA)
 #define QP_ALL		(RW | RR | RA)
 #define TABLE_SLOTS	16u
+#define QPN		0x123400u	/* the QP an access comes through */
 
 static _Alignas(4096) uint8_t buf[8192];
 
@@ -50,7 +51,7 @@ static int setup_table(void **state)
 {
 	struct mem_table *t;
 
-	if (mem_table_create(&t, TABLE_SLOTS))
+	if (mem_table_create(&t, TABLE_SLOTS, TABLE_SLOTS))
 		return -1;
 	*state = t;
 	return 0;
@@ -80,7 +81,7 @@ static enum mem_access_result remote(struct mem_table *t, uint32_t key, int need
 	void *p = (void *)1;
 	enum mem_access_result r;
 
-	r = mr_check_remote_access(t, key, PD, QP_ALL, needed, iova, len, &ref, &p);
+	r = mr_check_remote_access(t, key, PD, QPN, QP_ALL, needed, iova, len, &ref, &p);
 	if (r != MEM_ACCESS_OK || !len) {
 		assert_null(ref);
 		assert_null(p);
@@ -99,10 +100,10 @@ static void test_create_rejects_bad_sizes(void **state)
 	struct mem_table *t = (void *)1;
 
 	(void)state;
-	assert_int_equal(mem_table_create(&t, 0), EINVAL);
+	assert_int_equal(mem_table_create(&t, 0, 0), EINVAL);
 	assert_null(t);
-	assert_int_equal(mem_table_create(&t, MEM_TABLE_MAX_REGIONS + 1), EINVAL);
-	assert_int_equal(mem_table_create(&t, 1), 0);
+	assert_int_equal(mem_table_create(&t, MEM_TABLE_MAX_REGIONS + 1, 0), EINVAL);
+	assert_int_equal(mem_table_create(&t, 1, 0), 0);
 	mem_table_destroy(t);
 }
 
@@ -185,7 +186,7 @@ static void test_keys_unique_and_unpredictable(void **state)
 	int i, j;
 
 	(void)state;
-	assert_int_equal(mem_table_create(&t, 1024), 0);
+	assert_int_equal(mem_table_create(&t, 1024, 0), 0);
 	for (i = 0; i < N; i++) {
 		mr[i] = reg(t, buf, 64, (uintptr_t)buf, LW);
 		keys[i] = mr[i]->lkey;
@@ -226,7 +227,7 @@ static void test_lookup_finds_region_and_offset(void **state)
 	assert_int_equal(a->pd_handle, PD);
 	assert_int_equal(a->access, ALL_RIGHTS);
 
-	assert_int_equal(mr_check_remote_access(t, a->rkey, PD, QP_ALL, RW, iova_a + 100, 50,
+	assert_int_equal(mr_check_remote_access(t, a->rkey, PD, QPN, QP_ALL, RW, iova_a + 100, 50,
 						&ref, &host), MEM_ACCESS_OK);
 	assert_ptr_equal(ref, a);
 	assert_ptr_equal(host, buf + 100);
@@ -268,7 +269,7 @@ static void test_refuses_stale_key_after_dereg(void **state)
 
 	(void)state;
 	/* One slot: every registration reuses it, only the tag can tell them apart. */
-	assert_int_equal(mem_table_create(&t, 1), 0);
+	assert_int_equal(mem_table_create(&t, 1, 0), 0);
 	mr = reg(t, buf, 64, (uintptr_t)buf, ALL_RIGHTS);
 	for (i = 0; i < 100; i++) {
 		old = mr->rkey;
@@ -292,7 +293,7 @@ static void test_refuses_wrong_pd(void **state)
 	struct mem_region *ref;
 	void *host;
 
-	assert_int_equal(mr_check_remote_access(t, mr->rkey, OTHER_PD, QP_ALL, RW,
+	assert_int_equal(mr_check_remote_access(t, mr->rkey, OTHER_PD, QPN, QP_ALL, RW,
 						(uintptr_t)buf, 8, &ref, &host),
 			 MEM_ACCESS_PD_MISMATCH);
 	assert_null(ref);
@@ -341,23 +342,23 @@ static void test_refuses_missing_qp_right(void **state)
 	for (i = 0; i < 3; i++) {
 		int qp = QP_ALL & ~rights[i];
 
-		assert_int_equal(mr_check_remote_access(t, mr->rkey, PD, qp, rights[i],
+		assert_int_equal(mr_check_remote_access(t, mr->rkey, PD, QPN, qp, rights[i],
 							(uintptr_t)buf, 8, &ref, &host),
 				 MEM_ACCESS_QP_NO_RIGHT);
 		assert_null(ref);
 		/* rxe's check_op_valid() runs before the key and the length matter. */
-		assert_int_equal(mr_check_remote_access(t, 0xdead, PD, qp, rights[i],
+		assert_int_equal(mr_check_remote_access(t, 0xdead, PD, QPN, qp, rights[i],
 							(uintptr_t)buf, 8, &ref, &host),
 				 MEM_ACCESS_QP_NO_RIGHT);
-		assert_int_equal(mr_check_remote_access(t, 0xdead, PD, qp, rights[i],
+		assert_int_equal(mr_check_remote_access(t, 0xdead, PD, QPN, qp, rights[i],
 							0, 0, &ref, &host),
 				 MEM_ACCESS_QP_NO_RIGHT);
 	}
 	/* A request needing no single remote right is an invalid request too. */
-	assert_int_equal(mr_check_remote_access(t, mr->rkey, PD, QP_ALL, RW | RR,
+	assert_int_equal(mr_check_remote_access(t, mr->rkey, PD, QPN, QP_ALL, RW | RR,
 						(uintptr_t)buf, 8, &ref, &host),
 			 MEM_ACCESS_QP_NO_RIGHT);
-	assert_int_equal(mr_check_remote_access(t, mr->rkey, PD, QP_ALL, LW,
+	assert_int_equal(mr_check_remote_access(t, mr->rkey, PD, QPN, QP_ALL, LW,
 						(uintptr_t)buf, 8, &ref, &host),
 			 MEM_ACCESS_QP_NO_RIGHT);
 	assert_int_equal(mr_deregister(t, mr), 0);
@@ -459,7 +460,7 @@ static void test_zero_length_needs_no_key(void **state)
 	assert_int_equal(remote(t, 0, RW, 0, 0, &host), MEM_ACCESS_OK);
 	assert_null(host);
 	assert_int_equal(remote(t, 0x12345678, RR, UINT64_MAX, 0, NULL), MEM_ACCESS_OK);
-	assert_int_equal(mr_check_remote_access(t, 0xffffffffu, OTHER_PD, RW, RW, 42, 0,
+	assert_int_equal(mr_check_remote_access(t, 0xffffffffu, OTHER_PD, QPN, RW, RW, 42, 0,
 						&ref, &host), MEM_ACCESS_OK);
 	assert_null(ref);
 	assert_null(host);
@@ -552,7 +553,7 @@ static void test_dereg_kills_key_while_holder_completes(void **state)
 	int i;
 
 	memset(buf, 0, 64);
-	assert_int_equal(mr_check_remote_access(t, key, PD, QP_ALL, RW, (uintptr_t)buf, 64,
+	assert_int_equal(mr_check_remote_access(t, key, PD, QPN, QP_ALL, RW, (uintptr_t)buf, 64,
 						&ref, &host), MEM_ACCESS_OK);
 	atomic_init(&job.done, 0);
 	assert_int_equal(pthread_create(&th, NULL, dereg_thread, &job), 0);
@@ -596,7 +597,7 @@ static void test_table_full_is_enomem(void **state)
 	int i;
 
 	(void)state;
-	assert_int_equal(mem_table_create(&t, 4), 0);
+	assert_int_equal(mem_table_create(&t, 4, 0), 0);
 	for (i = 0; i < 4; i++)
 		mr[i] = reg(t, buf, 64, (uintptr_t)buf, LW);
 	assert_int_equal(mr_register(t, PD, buf, 64, (uintptr_t)buf, LW, &extra), ENOMEM);
@@ -640,7 +641,7 @@ static void test_rereg_pd(void **state)
 			 0);
 	assert_int_equal(remote(t, mr->rkey, RW, (uintptr_t)buf, 8, NULL),
 			 MEM_ACCESS_PD_MISMATCH);
-	assert_int_equal(mr_check_remote_access(t, mr->rkey, OTHER_PD, QP_ALL, RW,
+	assert_int_equal(mr_check_remote_access(t, mr->rkey, OTHER_PD, QPN, QP_ALL, RW,
 						(uintptr_t)buf, 8, &ref, &host), MEM_ACCESS_OK);
 	mr_put(ref);
 	assert_int_equal(mr_deregister(t, mr), 0);
@@ -827,7 +828,7 @@ static void *lookup_thread(void *arg)
 			continue;
 		len = 1 + rand_r(&seed) % 64;
 		off = l->half * (STRESS_BUF / 2) + rand_r(&seed) % (STRESS_BUF / 2 - len + 1);
-		switch (mr_check_remote_access(s->t, key, PD, QP_ALL, RW, stress_iova(i) + off,
+		switch (mr_check_remote_access(s->t, key, PD, QPN, QP_ALL, RW, stress_iova(i) + off,
 					       len, &ref, (void **)&host)) {
 		case MEM_ACCESS_OK:
 			memset(host, i, len);
@@ -878,6 +879,209 @@ static void test_concurrent_register_lookup_dereg(void **state)
 	assert_true(atomic_load(&s.hits) > 0);
 }
 
+/* A type 1 window over buf[base, base + len) of region mr, with rights access. */
+static struct mem_region *window(struct mem_table *t, struct mem_region *mr, int type,
+				 uint64_t base, uint64_t len, int access, uint32_t qpn)
+{
+	struct mem_region *w = NULL;
+	struct mw_bind_req b;
+
+	assert_int_equal(mw_alloc(t, PD, (enum ibv_mw_type)type, &w), 0);
+	b = (struct mw_bind_req){
+		.new_rkey = (w->rkey & ~MW_KEY_MASK) | ((w->rkey + 1) & MW_KEY_MASK),
+		.has_mr = true, .mr_lkey = mr->lkey, .addr = (uintptr_t)buf + base,
+		.length = len, .access = access, .qp_pd_handle = PD, .qpn = qpn,
+	};
+	assert_int_equal(mw_bind(t, w, &b), 0);
+	assert_int_equal(w->rkey, b.new_rkey);
+	return w;
+}
+
+static void test_window_narrows_its_region(void **state)
+{
+	struct mem_table *t = *state;
+	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *w = window(t, mr, IBV_MW_TYPE_1, 1024, 512, RW, 0);
+	struct mem_region *ref;
+	uint64_t base = (uintptr_t)buf + 1024;
+	void *host;
+
+	assert_int_equal(remote(t, w->rkey, RW, base, 512, &host), MEM_ACCESS_OK);
+	assert_ptr_equal(host, buf + 1024);
+	assert_int_equal(remote(t, w->rkey, RW, base + 500, 12, &host), MEM_ACCESS_OK);
+	assert_ptr_equal(host, buf + 1524);
+	assert_int_equal(remote(t, w->rkey, RW, base - 1, 8, NULL), MEM_ACCESS_OUT_OF_BOUNDS);
+	assert_int_equal(remote(t, w->rkey, RW, base + 505, 8, NULL), MEM_ACCESS_OUT_OF_BOUNDS);
+	assert_int_equal(remote(t, w->rkey, RR, base, 8, NULL), MEM_ACCESS_NO_RIGHT);
+	assert_int_equal(mr_check_remote_access(t, w->rkey, OTHER_PD, QPN, QP_ALL, RW, base, 8,
+						&ref, &host), MEM_ACCESS_PD_MISMATCH);
+	/* A window's key is no lkey. */
+	assert_int_equal(mr_check_local_access(t, w->rkey, PD, 0, base, 8, &ref, &host),
+			 MEM_ACCESS_BAD_KEY);
+	/* Windows and regions are not each other. */
+	assert_int_equal(mr_deregister(t, w), EINVAL);
+	assert_int_equal(mw_dealloc(t, mr), EINVAL);
+	assert_int_equal(mw_dealloc(t, w), 0);
+	assert_int_equal(mr_deregister(t, mr), 0);
+}
+
+static void test_type2_window_only_through_its_qp(void **state)
+{
+	struct mem_table *t = *state;
+	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *w = window(t, mr, IBV_MW_TYPE_2, 0, 64, RW, QPN);
+	struct mem_region *ref;
+	void *host;
+
+	assert_int_equal(remote(t, w->rkey, RW, (uintptr_t)buf, 64, NULL), MEM_ACCESS_OK);
+	assert_int_equal(mr_check_remote_access(t, w->rkey, PD, QPN + 1, QP_ALL, RW,
+						(uintptr_t)buf, 8, &ref, &host),
+			 MEM_ACCESS_BAD_KEY);
+	/* From the wire only through that QP; locally by any QP of the PD. */
+	assert_int_equal(mw_invalidate(t, w->rkey, PD, true, QPN + 1), EINVAL);
+	assert_int_equal(mw_invalidate(t, w->rkey, OTHER_PD, false, 0), EINVAL);
+	assert_int_equal(mw_invalidate(t, w->rkey, PD, false, 0), 0);
+	assert_int_equal(remote(t, w->rkey, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
+	assert_int_equal(mw_invalidate(t, w->rkey, PD, false, 0), EINVAL);
+	assert_int_equal(mw_dealloc(t, w), 0);
+	assert_int_equal(mr_deregister(t, mr), 0);
+}
+
+static void test_window_dies_with_its_region(void **state)
+{
+	struct mem_table *t = *state;
+	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *w = window(t, mr, IBV_MW_TYPE_1, 0, 64, RW, 0);
+	struct mem_region *again;
+
+	assert_int_equal(mr_deregister(t, mr), 0);
+	assert_int_equal(remote(t, w->rkey, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
+	/* Nor does a new registration of the same memory bring it back. */
+	again = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	assert_int_equal(remote(t, w->rkey, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
+	assert_int_equal(mw_dealloc(t, w), 0);
+	assert_int_equal(mr_deregister(t, again), 0);
+}
+
+struct invalidate_job {
+	struct mem_table	*t;
+	uint32_t		key;
+	atomic_int		done;
+	int			ret;
+};
+
+static void *invalidate_thread(void *arg)
+{
+	struct invalidate_job *job = arg;
+
+	job->ret = mw_invalidate(job->t, job->key, PD, false, 0);
+	atomic_store(&job->done, 1);
+	return NULL;
+}
+
+/* As a deregistration: the key dies at once, and the access in flight finishes first. */
+static void test_invalidate_waits_for_access_in_flight(void **state)
+{
+	struct mem_table *t = *state;
+	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *w = window(t, mr, IBV_MW_TYPE_2, 0, 64, RW, QPN);
+	struct invalidate_job job = { .t = t, .key = w->rkey };
+	const struct timespec ms = { .tv_nsec = 1000000 };
+	struct mem_region *ref;
+	void *host;
+	pthread_t th;
+	int i;
+
+	assert_int_equal(mr_check_remote_access(t, job.key, PD, QPN, QP_ALL, RW, (uintptr_t)buf,
+						64, &ref, &host), MEM_ACCESS_OK);
+	assert_ptr_equal(ref, w);
+	atomic_init(&job.done, 0);
+	assert_int_equal(pthread_create(&th, NULL, invalidate_thread, &job), 0);
+	for (i = 0; i < 5000 && remote(t, job.key, RW, (uintptr_t)buf, 8, NULL) == MEM_ACCESS_OK;
+	     i++)
+		nanosleep(&ms, NULL);
+	assert_int_equal(remote(t, job.key, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
+	for (i = 0; i < 50; i++)
+		nanosleep(&ms, NULL);
+	assert_int_equal(atomic_load(&job.done), 0);
+	/* The region is held too: deregistering it would wait as well. */
+	memset(host, 0x5c, 64);
+	mr_put(ref);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(job.ret, 0);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(buf[i], 0x5c);
+	assert_int_equal(mw_dealloc(t, w), 0);
+	assert_int_equal(mr_deregister(t, mr), 0);
+}
+
+static void test_bind_checks(void **state)
+{
+	struct mem_table *t = *state;
+	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *plain = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS);
+	struct mem_region *w1 = NULL, *w2 = NULL;
+	struct mw_bind_req b;
+
+	assert_int_equal(mw_alloc(t, PD, IBV_MW_TYPE_1, &w1), 0);
+	assert_int_equal(mw_alloc(t, PD, IBV_MW_TYPE_2, &w2), 0);
+	b = (struct mw_bind_req){ .new_rkey = w1->rkey, .has_mr = true, .mr_lkey = mr->lkey,
+				  .addr = (uintptr_t)buf, .length = 64, .access = RW,
+				  .qp_pd_handle = PD, .qpn = QPN };
+	assert_int_equal(mw_bind(t, w1, &b), 0);
+	b.new_rkey = w1->rkey ^ 0x100;		/* more than the consumer's 8 bits */
+	assert_int_equal(mw_bind(t, w1, &b), EINVAL);
+	b.new_rkey = w1->rkey;
+	b.mr_lkey = plain->lkey;		/* C10-73 */
+	assert_int_equal(mw_bind(t, w1, &b), EINVAL);
+	b.mr_lkey = mr->lkey;
+	b.length = 4097;			/* C10-75 */
+	assert_int_equal(mw_bind(t, w1, &b), EINVAL);
+	b.length = 64;
+	b.access = RW | IBV_ACCESS_ZERO_BASED;
+	assert_int_equal(mw_bind(t, w1, &b), EINVAL);
+	b.access = RW;
+	/* Type 2: the QP's PD (C10-72), a region and a length (o10-37.2.40), not bound yet. */
+	b.new_rkey = w2->rkey;
+	b.qp_pd_handle = OTHER_PD;
+	assert_int_equal(mw_bind(t, w2, &b), EINVAL);
+	b.qp_pd_handle = PD;
+	b.length = 0;
+	assert_int_equal(mw_bind(t, w2, &b), EINVAL);
+	b.length = 64;
+	assert_int_equal(mw_bind(t, w2, &b), 0);
+	assert_int_equal(mw_bind(t, w2, &b), EINVAL);
+	/* Type 1 windows are not invalidated, only unbound by a bind to nothing. */
+	assert_int_equal(mw_invalidate(t, w1->rkey, PD, false, 0), EINVAL);
+	b = (struct mw_bind_req){ .new_rkey = w1->rkey, .qp_pd_handle = PD };
+	assert_int_equal(mw_bind(t, w1, &b), 0);
+	assert_int_equal(remote(t, w1->rkey, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
+	assert_int_equal(mw_dealloc(t, w1), 0);
+	assert_int_equal(mw_dealloc(t, w2), 0);
+	assert_int_equal(mr_deregister(t, plain), 0);
+	assert_int_equal(mr_deregister(t, mr), 0);
+}
+
+/* Regions and windows have a limit each. */
+static void test_window_limit_is_enomem(void **state)
+{
+	struct mem_table *t;
+	struct mem_region *w1, *w2, *mr;
+
+	(void)state;
+	assert_int_equal(mem_table_create(&t, 1, 1), 0);
+	assert_int_equal(mw_alloc(t, PD, IBV_MW_TYPE_1, &w1), 0);
+	assert_int_equal(mw_alloc(t, PD, IBV_MW_TYPE_2, &w2), ENOMEM);
+	assert_int_equal(mw_alloc(t, PD, (enum ibv_mw_type)3, &w2), EINVAL);
+	mr = reg(t, buf, 64, (uintptr_t)buf, LW);
+	assert_int_equal(mr_register(t, PD, buf, 64, (uintptr_t)buf, LW, &w2), ENOMEM);
+	assert_int_equal(mw_dealloc(t, w1), 0);
+	assert_int_equal(mw_alloc(t, PD, IBV_MW_TYPE_2, &w2), 0);
+	assert_int_equal(mw_dealloc(t, w2), 0);
+	assert_int_equal(mr_deregister(t, mr), 0);
+	mem_table_destroy(t);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup_table, teardown_table)
 
 int main(void)
@@ -913,6 +1117,12 @@ int main(void)
 		T(test_wc_status_mapping),
 		T(test_local_access_rights),
 		T(test_concurrent_register_lookup_dereg),
+		T(test_window_narrows_its_region),
+		T(test_type2_window_only_through_its_qp),
+		T(test_window_dies_with_its_region),
+		T(test_invalidate_waits_for_access_in_flight),
+		T(test_bind_checks),
+		T(test_window_limit_is_enomem),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
