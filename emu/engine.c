@@ -164,21 +164,27 @@ static void on_listener_ready(struct io_watch *w, uint32_t revents)
 	}
 }
 
-/* Runs due QP timers; returns the next deadline (UINT64_MAX: none). */
+/*
+ * Runs due QP timers; returns the next deadline (UINT64_MAX: none). next_timer_ns is never
+ * later than the earliest armed timer (arming only lowers it), so until it is due there is
+ * nothing to run and the QP table is not walked: most wake-ups are for I/O, not timers.
+ */
 static uint64_t run_timers(struct emu_engine *e)
 {
 	uint64_t now = engine_now_ns(), next = UINT64_MAX;
 
+	if (now < atomic_load(&e->next_timer_ns))
+		return atomic_load(&e->next_timer_ns);
 	atomic_store(&e->next_timer_ns, UINT64_MAX);
+	pthread_mutex_lock(&e->lock);
 	for (int i = 0; i < e->nlisteners; i++) {
 		for (int j = 0; j < QPS_PER_LISTENER; j++) {
-			struct emu_qp *qp;
+			struct emu_qp *qp = e->listeners[i]->qps[j];
 
-			pthread_mutex_lock(&e->lock);
-			qp = e->listeners[i]->qps[j];
-			pthread_mutex_unlock(&e->lock);
+			/* A QP leaves the table only on this thread (emu_qp_destroy): valid unlocked. */
 			if (!qp || !qp->timer_ns)
 				continue;
+			pthread_mutex_unlock(&e->lock);
 			pthread_mutex_lock(&qp->lock);
 			if (qp->timer_ns && qp->timer_ns <= now) {
 				qp->timer_ns = 0;
@@ -187,9 +193,12 @@ static uint64_t run_timers(struct emu_engine *e)
 			if (qp->timer_ns && qp->timer_ns < next)
 				next = qp->timer_ns;
 			pthread_mutex_unlock(&qp->lock);
+			pthread_mutex_lock(&e->lock);
 		}
 	}
-	return next;
+	pthread_mutex_unlock(&e->lock);
+	engine_timer_changed(e, next);
+	return atomic_load(&e->next_timer_ns);
 }
 
 void engine_kick(struct emu_engine *e, struct conn *c)
@@ -244,11 +253,9 @@ static void *engine_main(void *arg)
 	struct emu_engine *e = arg;
 
 	while (!e->stopping) {
-		uint64_t next = run_timers(e), cur = atomic_load(&e->next_timer_ns);
+		uint64_t next = run_timers(e);
 		int timeout_ms = -1;
 
-		if (cur < next)
-			next = cur;
 		if (next != UINT64_MAX) {
 			uint64_t now = engine_now_ns();
 
