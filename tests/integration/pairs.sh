@@ -23,7 +23,8 @@ next_port() {
 
 # run_pair LABEL SERVER_CMD... -- CLIENT_CMD...: both under `softrdma run` and `timeout`;
 # the client starts once the server listens on $port. Sets srv_out and cli_out; fails
-# (showing both commands and outputs) unless both sides exit 0.
+# (showing both commands and outputs) unless both sides exit 0. With calibrate_retry=1, a
+# run whose only fault is perftest's clock calibration returns 2 instead of failing.
 run_pair() {
 	local label=$1 srv=() cli=() spid cpid srv_rc cli_rc i side
 	shift
@@ -55,6 +56,12 @@ run_pair() {
 	srv_out=$(<"$logs/server") cli_out=$(<"$logs/client")
 	if [ $srv_rc -eq 0 ] && [ $cli_rc -eq 0 ]; then
 		pass "$label: both sides exit 0"
+	elif [ "${calibrate_retry:-0}" = 1 ] && grep -q "^Can't produce a report" "$logs/client" "$logs/server" &&
+		calib=$(grep -h '^Correlation coefficient r^2: .* < 0\.9$' "$logs/client" "$logs/server"); then
+		# perftest samples its cycle counter against gettimeofday after the run and gives
+		# up when the samples scatter, as they do when other processes take the CPUs.
+		echo "note: $label: perftest could not calibrate its cycle counter ($(head -n1 <<<"$calib")); once more"
+		return 2
 	else
 		fail "$label: server exited $srv_rc, client $cli_rc (124: timed out, 143: killed after the client failed)"
 		echo "  server: ${srv[*]}" >&2
