@@ -13,11 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "emu/counters.h"
 #include "emu/internal.h"
 #include "emu/limits.h"
 
 #define GRH_LEN 40
 #define UD_MAX_DATAGRAM (4 + WIRE_MAX_HDR + EMU_PORT_MAX_MSG_UD)
+#define UD_SOCKET_BUFFER (16 << 20)
 
 static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
 
@@ -26,7 +28,7 @@ int ud_socket_open(uint16_t port)
 	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
 				   .sin6_port = htons(port) };
 	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int off = 0, on = 1;
+	int off = 0, on = 1, rcvbuf = UD_SOCKET_BUFFER;
 
 	if (fd < 0)
 		return -1;
@@ -34,6 +36,15 @@ int ud_socket_open(uint16_t port)
 	/* The receiver needs the address a datagram was sent to: it is the GRH's DGID. */
 	setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
 	setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+	/*
+	 * A sender's datagrams are not flow controlled, as on a lossless RoCE fabric they need
+	 * not be; what stands in for the fabric's buffering is this socket's. Ask for a deep
+	 * one (beyond rmem_max where we may), so that a receiving engine that is briefly off
+	 * the CPU loses nothing; drops it still sees are counted (SO_RXQ_OVFL).
+	 */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		close(fd);
 		return -1;
@@ -101,11 +112,11 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 	/* A controlled Q_Key in the packet is only honoured as the QP's own (IBTA 10.2.5). */
 	qkey = qp->attr.qkey;
 	if (pkt->qkey != qkey) {
-		qp->qkey_violations++;
+		counter_add(EMU_CNT_QKEY_VIOLATIONS, 1);
 		return;
 	}
 	if (qp_take_recv(qp, 0, &rwqe) != RECV_TAKEN) {
-		qp->dropped_no_recv++;
+		counter_add(EMU_CNT_OUT_OF_BUFFER, 1);
 		return;
 	}
 	if (GRH_LEN + pkt->payload_len > sge_total_length(rwqe.sge, rwqe.num_sge)) {
@@ -140,23 +151,36 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 		qp_error(qp, IBV_EVENT_QP_FATAL);
 }
 
-static void local_address(struct msghdr *msg, uint8_t dgid[16])
+/*
+ * From a datagram's control messages: the address it was sent to, and the count of
+ * datagrams the socket has dropped for want of buffer space (a running total).
+ */
+static void read_control(struct msghdr *msg, uint8_t dgid[16], struct emu_listener *l)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+			uint32_t total;
+
+			memcpy(&total, CMSG_DATA(c), sizeof(total));
+			counter_add(EMU_CNT_RCV_BUFFER_DROPS, total - l->udp_overflows);
+			l->udp_overflows = total;
+			continue;
+		}
 		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
 			memcpy(dgid, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
-			return;
+			continue;
 		}
 		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
 			memcpy(dgid, v4_prefix, 12);
 			memcpy(dgid + 12, &((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr, 4);
-			return;
+			continue;
 		}
 	}
 }
 
 void ud_on_datagram(struct io_watch *w, uint32_t revents)
 {
+	struct emu_listener *l = container_of(w, struct emu_listener, udp_watch);
 	static uint8_t buf[UD_MAX_DATAGRAM + 1];
 	char control[128];
 
@@ -175,6 +199,7 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 
 		if (n < 0)
 			return;
+		read_control(&msg, dgid, l);
 		/* A datagram is one whole frame, or it is dropped, as a bad packet is. */
 		if (n < 5 || (size_t)n > UD_MAX_DATAGRAM)
 			continue;
@@ -186,7 +211,6 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 		qp = engine_find_qp(the_engine_of_watch(w), pkt.qpn);
 		if (!qp || qp->type != IBV_QPT_UD)
 			continue;
-		local_address(&msg, dgid);
 		pthread_mutex_lock(&qp->lock);
 		ud_receive(qp, &pkt, buf + 4 + wire_opcodes[pkt.opcode].hdr_len,
 			   (const uint8_t *)&from.sin6_addr, dgid);
