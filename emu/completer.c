@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "emu/counters.h"
 #include "emu/internal.h"
 
 static struct send_wqe *wqe_at(struct emu_qp *qp, uint32_t index)
@@ -85,8 +86,10 @@ static void handle_aeth(struct emu_qp *qp, const struct wire_packet *pkt)
 			break;
 		if (wqe->psn == pkt->psn && type != AETH_ACK) {
 			if (type == AETH_RNR_NAK) {
+				counter_add(EMU_CNT_RCVD_RNR_ERR, 1);
 				if (qp->attr.rnr_retry != QP_RNR_RETRY_MAX &&
 				    qp->rnr_retries_left-- == 0) {
+					counter_add(EMU_CNT_RETRY_RNR_EXCEEDED_ERR, 1);
 					wqe->done = true;
 					wqe->status = IBV_WC_RNR_RETRY_EXC_ERR;
 					break;
@@ -212,6 +215,7 @@ static void retry_or_fail(struct emu_qp *qp)
 		/* The oldest unanswered WQE reports it; everything after it is flushed. */
 		if (wqe == wqe_at(qp, qp->sq_next) && qp->sq_next != qp->sq_head)
 			qp->sq_next++;
+		counter_add(EMU_CNT_RETRY_EXCEEDED_ERR, 1);
 		wqe->done = true;
 		wqe->status = IBV_WC_RETRY_EXC_ERR;
 		completer_advance(qp);

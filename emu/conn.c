@@ -535,7 +535,7 @@ static void conn_write(struct conn *c)
 
 static void conn_ready(struct io_watch *w, uint32_t revents)
 {
-	struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, watch));
+	struct conn *c = container_of(w, struct conn, watch);
 
 	if (c->state == CONN_CLOSED)
 		return;

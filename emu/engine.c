@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emu/counters.h"
 #include "emu/internal.h"
 #include "emu/limits.h"
 
@@ -135,8 +136,7 @@ struct emu_qp *engine_find_qp(struct emu_engine *e, uint32_t qpn)
 
 static void on_wake(struct io_watch *w, uint32_t revents)
 {
-	struct emu_engine *e = (struct emu_engine *)((char *)w -
-						     offsetof(struct emu_engine, wake_watch));
+	struct emu_engine *e = container_of(w, struct emu_engine, wake_watch);
 	uint64_t v;
 
 	(void)revents;
@@ -147,8 +147,7 @@ static void on_wake(struct io_watch *w, uint32_t revents)
 
 static void on_listener_ready(struct io_watch *w, uint32_t revents)
 {
-	struct emu_listener *l = (struct emu_listener *)((char *)w -
-							offsetof(struct emu_listener, watch));
+	struct emu_listener *l = container_of(w, struct emu_listener, watch);
 	struct emu_engine *e = the_engine;
 
 	(void)revents;
@@ -311,6 +310,7 @@ static int engine_start(struct emu_engine **out)
 	if (ret)
 		goto err_wake;
 	raise_fd_limit();
+	counters_attach();
 	ret = pthread_create(&e->thread, NULL, engine_main, e);
 	if (ret)
 		goto err_wake;

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -25,6 +26,9 @@
 #include "emu/mr.h"
 #include "emu/qp.h"
 #include "emu/wire.h"
+
+/* The structure that holds MEMBER at PTR (io watches live inside their owners). */
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 #define QPS_PER_LISTENER 256	/* QPN = listening port << 8 | index */
 
@@ -177,7 +181,6 @@ struct emu_qp {
 	bool connect_pending;
 	struct engine_call connect_call;
 	int udp_fd;		/* UD: its listener's datagram socket */
-	uint64_t qkey_violations, dropped_no_recv;	/* UD: what was dropped silently */
 	struct conn *req_conn;	/* stream we opened */
 	struct conn *resp_conn;	/* stream the peer opened */
 	struct sockaddr_in6 peer_addr;	/* from the AV's dgid; port from dest_qp_num */
@@ -191,6 +194,7 @@ struct emu_listener {
 	struct io_watch watch;
 	int udp_fd;			/* UD QPs: the same port number, UDP */
 	struct io_watch udp_watch;
+	uint32_t udp_overflows;	/* the socket's drop count (SO_RXQ_OVFL) last seen */
 	struct emu_qp *qps[QPS_PER_LISTENER];
 	int used;
 };

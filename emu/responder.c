@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "emu/counters.h"
 #include "emu/internal.h"
 
 /* What the current request came to; kept between begin and end in the QP. */
@@ -123,8 +124,10 @@ static void uc_begin(struct emu_qp *qp, const struct wire_packet *pkt, struct rx
 	    (check_remote(qp, pkt) != MEM_ACCESS_OK || pkt->payload_len != pkt->dma_len))
 		return;
 	if (wire_opcodes[pkt->opcode].flags & OPF_RECV_WQE) {
-		if (qp_take_recv(qp, need, &qp->cur_recv) != RECV_TAKEN)
+		if (qp_take_recv(qp, need, &qp->cur_recv) != RECV_TAKEN) {
+			counter_add(EMU_CNT_OUT_OF_BUFFER, 1);
 			return;
+		}
 		qp->have_cur_recv = true;
 	}
 	qp->verdict = RESP_EXECUTE;
@@ -336,6 +339,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	case RESP_DROP:
 		return;
 	case RESP_DUPLICATE:
+		counter_add(EMU_CNT_DUPLICATE_REQUEST, 1);
 		if (pkt->opcode == OP_RC_READ_REQUEST)
 			send_read_response(qp, c, pkt);
 		else if (pkt->opcode == OP_RC_CMP_SWAP || pkt->opcode == OP_RC_FETCH_ADD)
@@ -346,6 +350,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	case RESP_RNR:
 		/* Drop everything after it until the requester resends this PSN. */
 		qp->rnr_dropping = true;
+		counter_add(EMU_CNT_SEND_RNR_ERR, 1);
 		send_aeth(qp, c, AETH_RNR_NAK | (qp->attr.min_rnr_timer & AETH_VALUE_MASK),
 			  pkt->psn);
 		return;

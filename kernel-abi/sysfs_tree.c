@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "host_gids.h"
+#include "../emu/counters.h"
 #include "../emu/limits.h"
 
 #define SOFTRDMA_IBDEV "softrdma0"
@@ -113,6 +114,28 @@ static void format_guid(uint64_t guid, char out[20])
 		 (unsigned)guid & 0xffff);
 }
 
+/*
+ * The port counters' shared file (zeroed) and their names, one per line in the file's order,
+ * so that `softrdma counters` can print them without knowing the list.
+ */
+static void write_counters(const char *root)
+{
+	static const uint64_t zero[EMU_CNT_MAX];
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" EMU_COUNTERS_FILE, root);
+	f = fopen(path, "we");
+	if (!f || fwrite(zero, sizeof(zero), 1, f) != 1 || fclose(f))
+		die("cannot write", path);
+	snprintf(path, sizeof(path), "%s/" EMU_COUNTERS_FILE "_names", root);
+	f = fopen(path, "we");
+	for (int i = 0; f && i < EMU_CNT_MAX; i++)
+		fprintf(f, "%s\n", emu_counter_names[i]);
+	if (!f || fclose(f))
+		die("cannot write", path);
+}
+
 static void write_port(const char *dev)
 {
 	struct host_gid gids[EMU_MAX_GIDS];
@@ -190,6 +213,7 @@ int main(int argc, char **argv)
 	write_file("softrdma", "%s/hca_type", dev);
 	write_file("softrdma user-space RDMA", "%s/node_desc", dev);
 	write_port(dev);
+	write_counters(root);
 
 	link_real_devices(root, "infiniband_verbs");
 	link_real_devices(root, "infiniband");
