@@ -518,3 +518,34 @@ int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 
 	return ibv_post_send(qp, &wr, &bad);
 }
+
+uint64_t rc_port_counter(const char *name)
+{
+	const char *root = getenv("SYSFS_PATH");
+	char path[4096], line[64];
+	uint64_t value = 0;
+	FILE *names, *values;
+	long index = 0;
+
+	assert_non_null(root);
+	snprintf(path, sizeof(path), "%s/class/infiniband/softrdma0/ports/1/softrdma_counters_names",
+		 root);
+	names = fopen(path, "r");
+	assert_non_null(names);
+	for (;;) {
+		if (!fgets(line, sizeof(line), names))
+			fail_msg("no port counter named %s", name);
+		line[strcspn(line, "\n")] = 0;
+		if (!strcmp(line, name))
+			break;
+		index++;
+	}
+	fclose(names);
+	path[strlen(path) - strlen("_names")] = 0;
+	values = fopen(path, "r");
+	assert_non_null(values);
+	assert_int_equal(fseek(values, index * (long)sizeof(value), SEEK_SET), 0);
+	assert_int_equal(fread(&value, sizeof(value), 1, values), 1);
+	fclose(values);
+	return value;
+}

@@ -139,6 +139,9 @@ int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		   uint64_t swap);
 
+/* The port counter NAME from the run's device tree (see `softrdma counters`). */
+uint64_t rc_port_counter(const char *name);
+
 uint64_t rc_now_ms(void);
 const char *rc_state_name(enum ibv_qp_state s);
 
