@@ -27,6 +27,14 @@ expect_absent() {
 	if grep -Eq -- "$3" <<<"$2"; then fail "$1: unexpected /$3/ in:"; echo "$2" >&2; else pass "$1"; fi
 }
 
+# perftest's result lines: "#bytes #iterations peak average msgrate" with a non-zero
+# average (bw_line BYTES ITERS), "#bytes #iterations t_min t_max t_typical t_avg ..." with
+# non-zero typical and average (lat_line BYTES ITERS).
+nz='([1-9][0-9]*\.[0-9]+|0\.[0-9]*[1-9][0-9]*)'	# a non-zero decimal
+sp='[[:space:]]+'	# perftest separates its columns with spaces and tabs
+bw_line() { echo "^ *$1$sp$2$sp[0-9.]+$sp$nz$sp[0-9.]+"; }
+lat_line() { echo "^ *$1$sp$2$sp[0-9.]+$sp[0-9.]+$sp$nz$sp$nz"; }
+
 finish() {
 	if [ "$failures" -eq 0 ]; then echo "all checks passed"; exit 0; fi
 	echo "$failures check(s) failed" >&2

@@ -76,3 +76,28 @@ run_pair() {
 	done
 }
 
+
+# perftest_pair LABEL PROGRAM ARGS...: one perftest benchmark, the server on GID 0, the client
+# to localhost; run a second time only if perftest could not calibrate its clock the first time.
+perftest_pair() {
+	local label=$1 try rc calibrate_retry
+	shift
+	for try in 1 2; do
+		next_port || return 1
+		calibrate_retry=$((try == 1))
+		run_pair "$label" "$@" -d softrdma0 -x 0 -p "$port" -- "$@" -d softrdma0 -x 0 -p "$port" localhost
+		rc=$?
+		[ $rc -ne 2 ] && return $rc
+	done
+}
+
+# perftest_result LABEL SIDES PATTERN: the result line on each of SIDES ("client",
+# "server client") of the last pair.
+perftest_result() {
+	local side out
+	for side in $2; do
+		out=$srv_out
+		[ "$side" = client ] && out=$cli_out
+		expect_contains "$1: $side result" "$out" "$3"
+	done
+}

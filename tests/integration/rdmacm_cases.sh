@@ -129,8 +129,6 @@ both() {
 	done
 }
 
-nz='([1-9][0-9]*\.[0-9]+|0\.[0-9]*[1-9][0-9]*)'	# a non-zero decimal
-sp='[[:space:]]+'	# perftest separates its columns with spaces and tabs
 
 # case_rping LABEL ADDRESS: 100 pings to ADDRESS (-C 100), the client verifying every reply
 # (-V) and printing it (-v): rdma-ping-0 to rdma-ping-99, once each and in order.
@@ -224,8 +222,6 @@ case_cmtime() {
 	expect_contains "$label: client: connect" "$cli_out" "^connect *: +$nz +([0-9.]+ +){2}$nz\$"
 }
 
-bw_line() { echo "^ *$1$sp$2$sp[0-9.]+$sp$nz$sp[0-9.]+"; }
-lat_line() { echo "^ *$1$sp$2$sp[0-9.]+$sp[0-9.]+$sp$nz$sp$nz"; }
 
 # case_perf SERVER_IP LABEL SIDES PATTERN PROGRAM ARGS...: a perftest benchmark with its QPs
 # connected by rdma_cm (-R), the client dialing SERVER_IP. Both sides must say so; each of

@@ -23,8 +23,6 @@ else
 	sed 's/^/  demo| /' "$logs/demo.out" >&2
 fi
 
-nz='([1-9][0-9]*\.[0-9]+|0\.[0-9]*[1-9][0-9]*)'	# a non-zero decimal
-sp='[[:space:]]+'
 expect_contains "ibv_devinfo shows softrdma0" "$out" $'^hca_id:\tsoftrdma0$'
 expect_contains "ibv_devinfo: port active" "$out" '^[[:space:]]+state:[[:space:]]+PORT_ACTIVE \(4\)$'
 expect_contains "the server registers A with rdma_reg_write" "$out" \

@@ -135,10 +135,6 @@ run_pair() {
 # side_out SIDE: the output of that side of the last pair.
 side_out() { if [ "$1" = server ]; then echo "$srv_out"; else echo "$cli_out"; fi; }
 
-nz='([1-9][0-9]*\.[0-9]+|0\.[0-9]*[1-9][0-9]*)'	# a non-zero decimal
-sp='[[:space:]]+'	# perftest separates its columns with spaces and tabs
-bw_line() { echo "^ *$1$sp$2$sp[0-9.]+$sp$nz$sp[0-9.]+"; }
-lat_line() { echo "^ *$1$sp$2$sp[0-9.]+$sp[0-9.]+$sp$nz$sp$nz"; }
 # perftest prints a GID's bytes in decimal: 10.1.2.3 is ...:255:255:10:01:02:03.
 pt_gid() { printf '^ GID: (00:){10}255:255:%02d:%02d:%02d:%02d$' ${1//./ }; }
 
