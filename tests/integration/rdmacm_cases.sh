@@ -247,8 +247,7 @@ case_perf() {
 	done
 }
 
-# all_perf SERVER_IP: the RC benchmarks over rdma_cm. (Not ib_send_bw -R -c UD yet: its
-# server never finishes.)
+# all_perf SERVER_IP: the RC benchmarks over rdma_cm, and a UD one (its address by SIDR).
 all_perf() {
 	local n=200 t
 	for t in ib_write_bw ib_read_bw; do
@@ -258,4 +257,6 @@ all_perf() {
 	case_perf "$1" "$engine ib_send_lat -R" "server client" "$(lat_line 2 $n)" ib_send_lat -n $n
 	# The server of ib_read_lat is passive and prints no result.
 	case_perf "$1" "$engine ib_read_lat -R" client "$(lat_line 2 $n)" ib_read_lat -n $n
+	case_perf "$1" "$engine ib_send_bw -R -c UD" "server client" "$(bw_line 4096 $n)" \
+		ib_send_bw -c UD -n $n
 }
