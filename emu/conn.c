@@ -466,7 +466,7 @@ static int take_payload(struct conn *c)
 	return 0;
 }
 
-static void conn_read(struct conn *c)
+static void conn_read_frames(struct conn *c)
 {
 	for (int frames = 0; c->state != CONN_CLOSED && !c->paused;) {
 		int ret;
@@ -514,6 +514,20 @@ static void conn_read(struct conn *c)
 		conn_protocol_error(c);
 		return;
 	}
+}
+
+/* Reads what the stream has; then the responder sends one ACK for all it executed. */
+static void conn_read(struct conn *c)
+{
+	struct emu_qp *qp;
+
+	conn_read_frames(c);
+	qp = c->qp;
+	if (c->initiator || !qp || c->state == CONN_CLOSED)
+		return;
+	pthread_mutex_lock(&qp->lock);
+	responder_flush_ack(qp, c);
+	pthread_mutex_unlock(&qp->lock);
 }
 
 static void conn_write(struct conn *c)

@@ -166,6 +166,8 @@ struct emu_qp {
 	uint32_t msn;
 	bool rnr_dropping;		/* after an RNR NAK: drop until epsn comes again */
 	int verdict;			/* responder.c: what the current request came to */
+	bool ack_pending;		/* an ACK for ack_psn is owed, sent at the end of the read */
+	uint32_t ack_psn;
 	uint8_t nak_code;
 	enum mem_access_result refusal;
 	enum ibv_wc_status recv_status;	/* a receive's own error, when it has one */
@@ -281,6 +283,8 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 		     struct rx_sink *sink);
 void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 		   struct rx_sink *sink);
+/* Sends the ACK the requests read so far are owed (one for all of them); qp->lock held. */
+void responder_flush_ack(struct emu_qp *qp, struct conn *c);
 
 /* completer.c: the same for responses, on the requester's stream */
 void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,

@@ -26,7 +26,7 @@ static bool accepts_requests(const struct emu_qp *qp)
 	       qp->state == IBV_QPS_SQE;
 }
 
-static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint32_t psn)
+static void send_aeth_now(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint32_t psn)
 {
 	struct wire_packet pkt = {
 		.opcode = OP_RC_ACK,
@@ -39,6 +39,25 @@ static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint3
 	unsigned int len = wire_build(hdr, &pkt);
 
 	conn_send_frame(c, hdr, len, NULL, 0);
+}
+
+/*
+ * ACKs are coalesced (IBTA 9.7.5.1.2: an ACK acknowledges every request before it): one for
+ * all the SENDs and WRITEs of one read from the stream. Any other response goes out after
+ * it, so PSNs on the wire stay in order.
+ */
+void responder_flush_ack(struct emu_qp *qp, struct conn *c)
+{
+	if (!qp->ack_pending)
+		return;
+	qp->ack_pending = false;
+	send_aeth_now(qp, c, AETH_ACK | AETH_ACK_NO_CREDIT, qp->ack_psn);
+}
+
+static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint32_t psn)
+{
+	responder_flush_ack(qp, c);
+	send_aeth_now(qp, c, syndrome, psn);
 }
 
 static uint8_t nak_for(enum mem_access_result r)
@@ -223,6 +242,7 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 	}
 	iov.iov_base = host;
 	iov.iov_len = req->dma_len;
+	responder_flush_ack(qp, c);
 	conn_send_frame(c, hdr, wire_build(hdr, &pkt), &iov, req->dma_len ? 1 : 0);
 	if (ref)
 		mr_put(ref);
@@ -270,6 +290,7 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 		qp->last_atomic.valid = true;
 	}
 	pkt.msn = qp->msn;
+	responder_flush_ack(qp, c);
 	conn_send_frame(c, hdr, wire_build(hdr, &pkt), NULL, 0);
 }
 
@@ -390,7 +411,8 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		return;
 	default:
 		complete_receive(qp, pkt, IBV_WC_SUCCESS);
-		send_aeth(qp, c, AETH_ACK | AETH_ACK_NO_CREDIT, pkt->psn);
+		qp->ack_pending = true;
+		qp->ack_psn = pkt->psn;
 		return;
 	}
 }
