@@ -170,23 +170,22 @@ static int queue_bytes(struct conn *c, const struct iovec *iov, int niov, size_t
 	return 0;
 }
 
-int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
-		    const struct iovec *payload, int niov)
+void conn_tx_lock(struct conn *c)
 {
-	struct iovec iov[1 + 64];
-	struct msghdr msg = { .msg_iov = iov };
-	ssize_t sent = 0;
-	int ret = 0;
-
-	if (niov > 64)
-		return EINVAL;
-	iov[0].iov_base = (void *)hdr;
-	iov[0].iov_len = hdr_len;
-	for (int i = 0; i < niov; i++)
-		iov[1 + i] = payload[i];
-	msg.msg_iovlen = (size_t)niov + 1;
-
 	pthread_mutex_lock(&c->tx_lock);
+}
+
+/*
+ * With tx_lock held: sends what the socket takes now, queues the rest (after anything
+ * already queued, so frames stay in order) and has the engine watch for room. Releases
+ * tx_lock.
+ */
+static int send_iov_unlock(struct conn *c, const struct iovec *iov, int niov)
+{
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)niov };
+	ssize_t sent = 0;
+	int ret;
+
 	if (c->state == CONN_CLOSED || c->tx_error) {
 		pthread_mutex_unlock(&c->tx_lock);
 		return EPIPE;
@@ -203,7 +202,7 @@ int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
 			sent = 0;
 		}
 	}
-	ret = queue_bytes(c, iov, (int)msg.msg_iovlen, (size_t)sent);
+	ret = queue_bytes(c, iov, niov, (size_t)sent);
 	if (!ret && c->txq && !c->want_out) {
 		c->want_out = true;
 		if (engine_on_thread(c->engine)) {
@@ -217,6 +216,43 @@ int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
 	}
 	pthread_mutex_unlock(&c->tx_lock);
 	return ret;
+}
+
+int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
+		    const struct iovec *payload, int niov)
+{
+	struct iovec iov[1 + EMU_MAX_SGE];
+
+	if (niov > EMU_MAX_SGE)
+		return EINVAL;
+	iov[0].iov_base = (void *)hdr;
+	iov[0].iov_len = hdr_len;
+	for (int i = 0; i < niov; i++)
+		iov[1 + i] = payload[i];
+	pthread_mutex_lock(&c->tx_lock);
+	return send_iov_unlock(c, iov, niov + 1);
+}
+
+int conn_send_batch_unlock(struct conn *c, const struct tx_batch *b)
+{
+	if (!b->niov) {
+		pthread_mutex_unlock(&c->tx_lock);
+		return 0;
+	}
+	return send_iov_unlock(c, b->iov, b->niov);
+}
+
+int conn_send_batch(struct conn *c, const struct tx_batch *b)
+{
+	conn_tx_lock(c);
+	return conn_send_batch_unlock(c, b);
+}
+
+void tx_batch_release(struct tx_batch *b)
+{
+	for (int i = 0; i < b->nrefs; i++)
+		mr_put(b->refs[i]);
+	b->nframes = b->niov = b->nrefs = 0;
 }
 
 static void send_hello(struct conn *c, struct emu_qp *qp)

@@ -68,6 +68,20 @@ struct tx_chunk {
 	uint8_t data[];
 };
 
+/*
+ * Frames built under a QP's lock and sent with one sendmsg: the requester gathers every WR
+ * a post (or a completion) lets go, and the poster sends them after dropping the QP's lock.
+ */
+#define TX_BATCH_FRAMES	16
+#define TX_BATCH_IOVS	(TX_BATCH_FRAMES * (1 + 4))	/* most WRs have few SGEs */
+
+struct tx_batch {
+	int nframes, niov, nrefs;
+	struct iovec iov[TX_BATCH_IOVS];
+	struct mem_region *refs[TX_BATCH_IOVS];	/* held until sent */
+	uint8_t hdr[TX_BATCH_FRAMES][4 + WIRE_MAX_HDR];
+};
+
 struct conn {
 	struct emu_engine *engine;
 	struct io_watch watch;
@@ -245,6 +259,16 @@ void conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
 /* Sends one frame: header bytes then payload iovecs; queues what the socket won't take. */
 int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
 		    const struct iovec *payload, int niov);
+/*
+ * Sends a batch. conn_send_batch takes c->tx_lock itself; a poster holding qp->lock may
+ * instead conn_tx_lock(c), drop qp->lock (the stream cannot close under tx_lock: closing
+ * needs both), then conn_send_batch_unlock(c, b), which sends and releases tx_lock.
+ * Either way the batch's references are put afterwards with tx_batch_release().
+ */
+void conn_tx_lock(struct conn *c);
+int conn_send_batch_unlock(struct conn *c, const struct tx_batch *b);
+int conn_send_batch(struct conn *c, const struct tx_batch *b);
+void tx_batch_release(struct tx_batch *b);
 void conn_close(struct conn *c);		/* engine thread */
 void conn_set_paused(struct conn *c, bool paused);	/* engine thread */
 /* The QP reached RTR: check the stream its peer opened and let its requests in. */

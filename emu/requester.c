@@ -140,42 +140,6 @@ static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t l
  * A chain is checked whole before any of it is queued: a failed post queues nothing, which
  * is also what ibv_wr_complete(3) promises for the chains the wr_* API builds.
  */
-int emu_qp_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
-{
-	struct ibv_send_wr *w;
-	uint32_t room;
-	uint64_t length;
-	int ret = 0;
-
-	pthread_mutex_lock(&qp->lock);
-	if (qp->type == IBV_QPT_UD) {
-		ret = ud_post_send(qp, wr, bad_wr);
-		pthread_mutex_unlock(&qp->lock);
-		return ret;
-	}
-	room = qp->cap.max_send_wr - (qp->sq_head - qp->sq_tail);
-	for (w = wr; w; w = w->next, room--) {
-		/* As rxe: a send queue is only open from RTS on (and in ERR, to be flushed). */
-		ret = qp->state < IBV_QPS_RTS ? EINVAL : validate_wr(qp, w, &length);
-		if (!ret && !room)
-			ret = ENOMEM;
-		if (ret) {
-			*bad_wr = w;
-			pthread_mutex_unlock(&qp->lock);
-			return ret;
-		}
-	}
-	for (w = wr; w; w = w->next) {
-		validate_wr(qp, w, &length);
-		queue_wr(qp, w, length);
-	}
-	if (qp->state == IBV_QPS_ERR)
-		qp_error(qp, (enum ibv_event_type)-1);
-	requester_progress(qp);
-	pthread_mutex_unlock(&qp->lock);
-	return 0;
-}
-
 void requester_rewind(struct emu_qp *qp, uint32_t psn)
 {
 	uint32_t i = qp->sq_tail;
@@ -307,7 +271,20 @@ static void connect_on_engine(void *arg)
 	pthread_mutex_unlock(&qp->lock);
 }
 
-void requester_progress(struct emu_qp *qp)
+/* Sends and empties b on the QP's stream, without leaving qp->lock. */
+static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
+{
+	if (b->nframes)
+		conn_send_batch(qp->req_conn, b);	/* a broken stream resends from the oldest WQE */
+	tx_batch_release(b);
+}
+
+/*
+ * Builds the request frames of every WQE that may go now into b (sending full batches on
+ * the way), and advances the send queue as if they had left: if the stream breaks before
+ * they do, its loss resends from the oldest unacknowledged WQE. qp->lock held.
+ */
+static void requester_fill(struct emu_qp *qp, struct tx_batch *b)
 {
 	if (qp->state != IBV_QPS_RTS || qp->sq_next == qp->sq_head)
 		return;
@@ -333,11 +310,10 @@ void requester_progress(struct emu_qp *qp)
 		const struct wr_kind *k = wr_kind(wqe->wr.opcode);
 		struct mem_region *refs[EMU_MAX_SGE];
 		struct iovec iov[EMU_MAX_SGE];
-		uint8_t hdr[4 + WIRE_MAX_HDR];
 		struct wire_packet pkt;
 		enum ibv_wc_status status;
-		unsigned int hdr_len;
-		int niov = 0, ret;
+		uint8_t *hdr;
+		int niov = 0;
 
 		if (wqe->done) {
 			qp->sq_next++;	/* a local operation done before the stream was lost */
@@ -352,16 +328,19 @@ void requester_progress(struct emu_qp *qp)
 			break;	/* IBTA: no more outstanding READ/atomics than max_rd_atomic */
 		if (k->has_payload && !gather_payload(qp, wqe, iov, &niov, refs, &status)) {
 			finish_here(qp, wqe, status);
-			return;
+			break;
 		}
+		if (b->nframes == TX_BATCH_FRAMES || b->niov + 1 + niov > TX_BATCH_IOVS)
+			flush_batch(qp, b);
 		build_request(qp, wqe, &pkt);
-		hdr_len = wire_build(hdr, &pkt);
-		ret = conn_send_frame(qp->req_conn, hdr, hdr_len, iov, niov);
-		for (int i = 0; i < niov; i++)
+		hdr = b->hdr[b->nframes++];
+		b->iov[b->niov].iov_base = hdr;
+		b->iov[b->niov++].iov_len = wire_build(hdr, &pkt);
+		for (int i = 0; i < niov; i++) {
+			b->iov[b->niov++] = iov[i];
 			if (refs[i])
-				mr_put(refs[i]);
-		if (ret)
-			return;	/* the stream broke: its loss resends from the oldest WQE */
+				b->refs[b->nrefs++] = refs[i];
+		}
 		wqe->sent = true;
 		qp->sq_next++;
 		if (qp->type == IBV_QPT_UC) {
@@ -375,4 +354,70 @@ void requester_progress(struct emu_qp *qp)
 		if (!qp->timer_ns && qp->attr.timeout)
 			qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 	}
+}
+
+void requester_progress(struct emu_qp *qp)
+{
+	struct tx_batch b = { 0 };
+
+	requester_fill(qp, &b);
+	flush_batch(qp, &b);
+}
+
+/*
+ * From ibv_post_send: the frames are sent after qp->lock is dropped (under the stream's
+ * tx_lock, taken first so that frames leave in PSN order), so that the engine thread can
+ * take the QP's ACKs while this thread is in sendmsg. Releases qp->lock.
+ */
+static void requester_progress_unlock(struct emu_qp *qp)
+{
+	struct tx_batch b = { 0 };
+	struct conn *c;
+
+	requester_fill(qp, &b);
+	c = qp->req_conn;
+	if (!b.nframes || !c) {
+		pthread_mutex_unlock(&qp->lock);
+		tx_batch_release(&b);
+		return;
+	}
+	conn_tx_lock(c);
+	pthread_mutex_unlock(&qp->lock);
+	conn_send_batch_unlock(c, &b);
+	tx_batch_release(&b);
+}
+
+int emu_qp_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr *w;
+	uint32_t room;
+	uint64_t length;
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	if (qp->type == IBV_QPT_UD) {
+		ret = ud_post_send(qp, wr, bad_wr);
+		pthread_mutex_unlock(&qp->lock);
+		return ret;
+	}
+	room = qp->cap.max_send_wr - (qp->sq_head - qp->sq_tail);
+	for (w = wr; w; w = w->next, room--) {
+		/* As rxe: a send queue is only open from RTS on (and in ERR, to be flushed). */
+		ret = qp->state < IBV_QPS_RTS ? EINVAL : validate_wr(qp, w, &length);
+		if (!ret && !room)
+			ret = ENOMEM;
+		if (ret) {
+			*bad_wr = w;
+			pthread_mutex_unlock(&qp->lock);
+			return ret;
+		}
+	}
+	for (w = wr; w; w = w->next) {
+		validate_wr(qp, w, &length);
+		queue_wr(qp, w, length);
+	}
+	if (qp->state == IBV_QPS_ERR)
+		qp_error(qp, (enum ibv_event_type)-1);
+	requester_progress_unlock(qp);
+	return 0;
 }
