@@ -549,3 +549,10 @@ uint64_t rc_port_counter(const char *name)
 	fclose(values);
 	return value;
 }
+
+struct ibv_sge rc_sge(void *p, uint32_t len, const struct ibv_mr *mr)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)p, .length = len, .lkey = mr->lkey };
+
+	return sge;
+}

@@ -50,13 +50,6 @@ static struct rc_env *pair_with_bufs(void **state, struct bufs *m)
 	return env;
 }
 
-static struct ibv_sge sge_of(uint8_t *p, uint32_t len, const struct ibv_mr *mr)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)p, .length = len, .lkey = mr->lkey };
-
-	return sge;
-}
-
 static int post_send(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		     struct ibv_sge *sge, int num_sge, unsigned int flags)
 {
@@ -85,7 +78,7 @@ static void test_send_recv_byte_len_and_data(void **state)
 {
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge rs = sge_of(m.b->p + 8, 256, m.bmr), ss = sge_of(m.a->p, 100, m.amr);
+	struct ibv_sge rs = rc_sge(m.b->p + 8, 256, m.bmr), ss = rc_sge(m.a->p, 100, m.amr);
 	struct ibv_wc wc;
 
 	rc_post_recv(env->b.qp, 1, &rs, 1);
@@ -126,7 +119,7 @@ static void test_send_with_imm(void **state)
 {
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge rs = sge_of(m.b->p, 64, m.bmr), ss = sge_of(m.a->p, 33, m.amr);
+	struct ibv_sge rs = rc_sge(m.b->p, 64, m.bmr), ss = rc_sge(m.a->p, 33, m.amr);
 	struct ibv_wc wc;
 
 	rc_post_recv(env->b.qp, 1, &rs, 1);
@@ -146,7 +139,7 @@ static void test_write_with_imm(void **state)
 {
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge rs = sge_of(m.b->p + 2048, 64, m.bmr), ss = sge_of(m.a->p, 500, m.amr);
+	struct ibv_sge rs = rc_sge(m.b->p + 2048, 64, m.bmr), ss = rc_sge(m.a->p, 500, m.amr);
 	struct ibv_send_wr wr = {
 		.wr_id = 2,
 		.sg_list = &ss,
@@ -177,7 +170,7 @@ static void test_inline_send_takes_data_at_post(void **state)
 {
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge rs = sge_of(m.b->p, 64, m.bmr), ss;
+	struct ibv_sge rs = rc_sge(m.b->p, 64, m.bmr), ss;
 	uint8_t data[48], orig[48];
 	struct ibv_wc wc;
 
@@ -202,14 +195,14 @@ static void test_multi_sge_send_and_receive(void **state)
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
 	struct ibv_sge ss[3] = {
-		sge_of(m.a->p + 0, 5, m.amr),
-		sge_of(m.a->p + 100, 100, m.amr),
-		sge_of(m.a->p + 1000, 37, m.amr),
+		rc_sge(m.a->p + 0, 5, m.amr),
+		rc_sge(m.a->p + 100, 100, m.amr),
+		rc_sge(m.a->p + 1000, 37, m.amr),
 	};
 	struct ibv_sge rs[3] = {
-		sge_of(m.b->p + 0, 50, m.bmr),
-		sge_of(m.b->p + 500, 60, m.bmr),
-		sge_of(m.b->p + 1000, 100, m.bmr),
+		rc_sge(m.b->p + 0, 50, m.bmr),
+		rc_sge(m.b->p + 500, 60, m.bmr),
+		rc_sge(m.b->p + 1000, 100, m.bmr),
 	};
 	uint8_t msg[142], *want = malloc(m.b->cap);
 	struct ibv_wc wc;
@@ -239,9 +232,9 @@ static void test_write_gathers_multiple_sges(void **state)
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
 	struct ibv_sge ss[3] = {
-		sge_of(m.a->p + 7, 9, m.amr),
-		sge_of(m.a->p + 3000, 1, m.amr),
-		sge_of(m.a->p + 64, 90, m.amr),
+		rc_sge(m.a->p + 7, 9, m.amr),
+		rc_sge(m.a->p + 3000, 1, m.amr),
+		rc_sge(m.a->p + 64, 90, m.amr),
 	};
 	uint8_t want[100];
 
@@ -259,9 +252,9 @@ static void test_read_scatters_into_multiple_sges(void **state)
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
 	struct ibv_sge ls[3] = {
-		sge_of(m.a->p + 0, 100, m.amr),
-		sge_of(m.a->p + 200, 50, m.amr),
-		sge_of(m.a->p + 400, 150, m.amr),
+		rc_sge(m.a->p + 0, 100, m.amr),
+		rc_sge(m.a->p + 200, 50, m.amr),
+		rc_sge(m.a->p + 400, 150, m.amr),
 	};
 	uint8_t *want = malloc(m.a->cap);
 	struct ibv_wc wc;
@@ -283,7 +276,7 @@ static void test_read_scatters_into_multiple_sges(void **state)
 static void atomic(struct bufs *m, enum ibv_wr_opcode op, size_t off, uint64_t compare_add,
 		   uint64_t swap, enum ibv_wc_opcode opcode)
 {
-	struct ibv_sge ls = sge_of(m->a->p + 16, 8, m->amr);
+	struct ibv_sge ls = rc_sge(m->a->p + 16, 8, m->amr);
 	struct ibv_wc wc;
 
 	assert_int_equal(rc_post_atomic(m->env->a.qp, 1, op, &ls, (uintptr_t)m->b->p + off,
@@ -348,7 +341,7 @@ static void test_unsignaled_covered_by_signaled(void **state)
 	struct ibv_wc wc;
 
 	for (int i = 0; i < 4; i++) {
-		sge[i] = sge_of(m.a->p + 256 * i, 256, m.amr);
+		sge[i] = rc_sge(m.a->p + 256 * i, 256, m.amr);
 		memset(&wr[i], 0, sizeof(wr[i]));
 		wr[i].wr_id = 10 + i;
 		wr[i].sg_list = &sge[i];
@@ -382,7 +375,7 @@ static void test_sq_sig_all_signals_every_wr(void **state)
 	oa.sq_sig_all = 1;
 	rc_pair(env, &oa, NULL);
 	bufs_init(&m, env, env->page);
-	ss = sge_of(m.a->p, 8, m.amr);
+	ss = rc_sge(m.a->p, 8, m.amr);
 	for (uint64_t i = 0; i < 3; i++) {
 		struct ibv_send_wr wr = {
 			.wr_id = i,
@@ -404,7 +397,7 @@ static void test_too_small_receive(void **state)
 {
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge rs = sge_of(m.b->p + 100, 16, m.bmr), ss = sge_of(m.a->p, 32, m.amr);
+	struct ibv_sge rs = rc_sge(m.b->p + 100, 16, m.bmr), ss = rc_sge(m.a->p, 32, m.amr);
 
 	rc_post_recv(env->b.qp, 1, &rs, 1);
 	assert_int_equal(post_send(env->a.qp, 2, IBV_WR_SEND, &ss, 1, IBV_SEND_SIGNALED), 0);
@@ -431,7 +424,7 @@ static void test_rnr_retry_0_exceeded(void **state)
 	oa.rnr_retry = 0;
 	rc_pair(env, &oa, NULL);
 	bufs_init(&m, env, env->page);
-	ss = sge_of(m.a->p, 64, m.amr);
+	ss = rc_sge(m.a->p, 64, m.amr);
 	assert_int_equal(post_send(env->a.qp, 1, IBV_WR_SEND, &ss, 1, IBV_SEND_SIGNALED), 0);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_RNR_RETRY_EXC_ERR, NULL);
 	assert_int_equal(rc_state(env->a.qp), IBV_QPS_ERR);
@@ -444,7 +437,7 @@ static void test_rnr_retry_7_waits_for_late_receive(void **state)
 {
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);	/* rnr_retry 7: forever */
-	struct ibv_sge rs = sge_of(m.b->p, 128, m.bmr), ss = sge_of(m.a->p, 100, m.amr);
+	struct ibv_sge rs = rc_sge(m.b->p, 128, m.bmr), ss = rc_sge(m.a->p, 100, m.amr);
 	struct timespec late = { .tv_nsec = 50 * 1000000 };
 	struct ibv_wc wc;
 
@@ -479,7 +472,7 @@ static void many_read_atomic_one_credit(void **state, bool with_atomics)
 		bool fadd = with_atomics && (i & 1);
 
 		memset(&wr[i], 0, sizeof(wr[i]));
-		sge[i] = sge_of(m.a->p + 64 * i, fadd ? 8 : 64, m.amr);
+		sge[i] = rc_sge(m.a->p + 64 * i, fadd ? 8 : 64, m.amr);
 		wr[i].wr_id = i;
 		wr[i].sg_list = &sge[i];
 		wr[i].num_sge = 1;
@@ -529,7 +522,7 @@ static void test_flush_after_modify_to_err(void **state)
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
 	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
-	struct ibv_sge rs = sge_of(m.a->p, 64, m.amr), ss = sge_of(m.a->p + 64, 8, m.amr);
+	struct ibv_sge rs = rc_sge(m.a->p, 64, m.amr), ss = rc_sge(m.a->p + 64, 8, m.amr);
 	struct ibv_wc wc;
 
 	rc_post_recv(env->a.qp, 10, &rs, 1);
@@ -587,7 +580,7 @@ static void test_completion_channel_wakes_on_completion(void **state)
 	oa.use_channel = true;
 	rc_pair(env, &oa, NULL);
 	bufs_init(&m, env, env->page);
-	ss = sge_of(m.a->p, 8, m.amr);
+	ss = rc_sge(m.a->p, 8, m.amr);
 
 	/* Not armed: a completion raises no event. */
 	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &ss, 1,
@@ -619,8 +612,8 @@ static void test_solicited_arm_ignores_unsolicited_receive(void **state)
 	ob.use_channel = true;
 	rc_pair(env, NULL, &ob);
 	bufs_init(&m, env, env->page);
-	rs = sge_of(m.b->p, 64, m.bmr);
-	ss = sge_of(m.a->p, 16, m.amr);
+	rs = rc_sge(m.b->p, 64, m.bmr);
+	ss = rc_sge(m.a->p, 16, m.amr);
 	rc_post_recv(env->b.qp, 1, &rs, 1);
 	rc_post_recv(env->b.qp, 2, &rs, 1);
 	assert_int_equal(ibv_req_notify_cq(env->b.rcq, 1), 0);
@@ -652,7 +645,7 @@ static void test_cq_overrun_raises_cq_err(void **state)
 	rc_pair(env, &oa, NULL);
 	bufs_init(&m, env, env->page);
 	assert_int_equal(env->a.scq->cqe, 2);
-	ss = sge_of(m.a->p, 8, m.amr);
+	ss = rc_sge(m.a->p, 8, m.amr);
 	for (uint64_t i = 0; i < 4; i++)
 		assert_int_equal(rc_post_rdma(env->a.qp, i, IBV_WR_RDMA_WRITE, &ss, 1,
 					      (uintptr_t)m.b->p, m.bmr->rkey), 0);
@@ -682,14 +675,14 @@ static void test_1mib_write_and_read(void **state)
 	back = rc_alloc(env, len);
 	back_mr = rc_reg(env, env->pd, back->p, len, IBV_ACCESS_LOCAL_WRITE);
 
-	sge = sge_of(m.a->p, (uint32_t)len, m.amr);
+	sge = rc_sge(m.a->p, (uint32_t)len, m.amr);
 	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
 				      (uintptr_t)m.b->p, m.bmr->rkey), 0);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
 	rc_expect_pattern(m.b->p, len, A_SEED, "B's memory after the WRITE");
 
 	rc_fill(m.b->p, len, 0x77);
-	sge = sge_of(back->p, (uint32_t)len, back_mr);
+	sge = rc_sge(back->p, (uint32_t)len, back_mr);
 	assert_int_equal(rc_post_rdma(env->a.qp, 2, IBV_WR_RDMA_READ, &sge, 1,
 				      (uintptr_t)m.b->p, m.bmr->rkey), 0);
 	rc_expect_wc(env->a.scq, 2, IBV_WC_SUCCESS, NULL);

@@ -94,13 +94,6 @@ static void scene_init(struct scene *s, void **state, int b_access)
 	rc_fill(s->b->p, s->b->cap, B_SEED);
 }
 
-static struct ibv_sge sge_of(uint8_t *p, uint32_t len, const struct ibv_mr *mr)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)p, .length = len, .lkey = mr->lkey };
-
-	return sge;
-}
-
 static int post(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		uint64_t raddr, uint32_t rkey)
 {
@@ -158,7 +151,7 @@ static void test_write_places_exact_bytes(void **state)
 	struct ibv_wc wc;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	ss = sge_of(s.a->p + 8, 300, s.amr);
+	ss = rc_sge(s.a->p + 8, 300, s.amr);
 	assert_int_equal(post(s.env->a.qp, 1, IBV_WR_RDMA_WRITE, &ss, (uintptr_t)s.b->p + 40,
 			      s.bmr->rkey), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, &wc);
@@ -177,9 +170,9 @@ static void test_write_with_imm_consumes_a_receive(void **state)
 	struct ibv_wc wc;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	rs = sge_of(s.b->p + 3000, 16, s.bmr);
+	rs = rc_sge(s.b->p + 3000, 16, s.bmr);
 	rc_post_recv(s.env->b.qp, 7, &rs, 1);
-	ss = sge_of(s.a->p, 200, s.amr);
+	ss = rc_sge(s.a->p, 200, s.amr);
 	assert_int_equal(post(s.env->a.qp, 1, IBV_WR_RDMA_WRITE_WITH_IMM, &ss,
 			      (uintptr_t)s.b->p + 100, s.bmr->rkey), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, &wc);
@@ -200,13 +193,13 @@ static void test_send_and_send_with_imm(void **state)
 	struct ibv_wc wc;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	rs[0] = sge_of(s.b->p, 64, s.bmr);
-	rs[1] = sge_of(s.b->p + 1024, 64, s.bmr);
+	rs[0] = rc_sge(s.b->p, 64, s.bmr);
+	rs[1] = rc_sge(s.b->p + 1024, 64, s.bmr);
 	rc_post_recv(s.env->b.qp, 10, &rs[0], 1);
 	rc_post_recv(s.env->b.qp, 11, &rs[1], 1);
-	ss = sge_of(s.a->p, 50, s.amr);
+	ss = rc_sge(s.a->p, 50, s.amr);
 	assert_int_equal(post(s.env->a.qp, 1, IBV_WR_SEND, &ss, 0, 0), 0);
-	ss = sge_of(s.a->p + 500, 33, s.amr);
+	ss = rc_sge(s.a->p + 500, 33, s.amr);
 	assert_int_equal(post(s.env->a.qp, 2, IBV_WR_SEND_WITH_IMM, &ss, 0, 0), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, &wc);
 	assert_int_equal(wc.opcode, IBV_WC_SEND);
@@ -259,10 +252,10 @@ static void dropped_write(void **state, enum spoil how, enum ibv_wr_opcode op)
 		break;
 	}
 	if (op == IBV_WR_RDMA_WRITE_WITH_IMM) {
-		rs = sge_of(s.b->p + 2048, 64, s.bmr);
+		rs = rc_sge(s.b->p + 2048, 64, s.bmr);
 		rc_post_recv(s.env->b.qp, 5, &rs, 1);
 	}
-	ss = sge_of(s.a->p, 32, s.amr);
+	ss = rc_sge(s.a->p, 32, s.amr);
 	assert_int_equal(post(s.env->a.qp, 1, op, &ss, raddr, rkey), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
 	/* A receive posted for the dropped WRITE_WITH_IMM is still the oldest one. */
@@ -311,14 +304,14 @@ static void test_send_without_receive_dropped(void **state)
 	struct ibv_wc wc;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	ss = sge_of(s.a->p, 40, s.amr);
+	ss = rc_sge(s.a->p, 40, s.amr);
 	assert_int_equal(post(s.env->a.qp, 1, IBV_WR_SEND, &ss, 0, 0), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
 	/* Lost, not waiting for a receive: the next receive gets the next SEND. */
 	barrier(&s, BARRIER_ID, &wc);
-	rs = sge_of(s.b->p, 64, s.bmr);
+	rs = rc_sge(s.b->p, 64, s.bmr);
 	rc_post_recv(s.env->b.qp, 5, &rs, 1);
-	ss = sge_of(s.a->p + 1000, 12, s.amr);
+	ss = rc_sge(s.a->p + 1000, 12, s.amr);
 	assert_int_equal(post(s.env->a.qp, 3, IBV_WR_SEND, &ss, 0, 0), 0);
 	rc_expect_wc(s.env->b.rcq, 5, IBV_WC_SUCCESS, &wc);
 	assert_int_equal(wc.byte_len, 12);
@@ -333,9 +326,9 @@ static void test_send_too_large_dropped_receive_kept(void **state)
 	struct ibv_wc wc;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	rs = sge_of(s.b->p, 16, s.bmr);
+	rs = rc_sge(s.b->p, 16, s.bmr);
 	rc_post_recv(s.env->b.qp, 5, &rs, 1);
-	ss = sge_of(s.a->p, 17, s.amr);
+	ss = rc_sge(s.a->p, 17, s.amr);
 	assert_int_equal(post(s.env->a.qp, 1, IBV_WR_SEND, &ss, 0, 0), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
 	/* The receive it did not fit is still the oldest: the barrier's SEND lands in it. */
@@ -357,7 +350,7 @@ static void test_read_atomics_send_inv_refused_at_post(void **state)
 	struct ibv_send_wr wr[2], *bad;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	ss = sge_of(s.a->p, 8, s.amr);
+	ss = rc_sge(s.a->p, 8, s.amr);
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		/* A good WR ahead of it in the chain is not posted either. */
 		memset(wr, 0, sizeof(wr));
@@ -389,7 +382,7 @@ static void test_peer_gone_sends_still_complete(void **state)
 
 	scene_init(&s, state, RC_ACCESS_ALL);
 	rc_destroy_end(&s.env->b);
-	ss = sge_of(s.a->p, 64, s.amr);
+	ss = rc_sge(s.a->p, 64, s.amr);
 	for (uint64_t i = 1; i <= 4; i++) {
 		assert_int_equal(post(s.env->a.qp, i, i & 1 ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
 				      &ss, 0x1000, 0x1234), 0);
@@ -405,7 +398,7 @@ static void test_local_key_error_completes_in_error(void **state)
 	struct ibv_sge ss;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	ss = sge_of(s.a->p, 64, s.amr);
+	ss = rc_sge(s.a->p, 64, s.amr);
 	ss.lkey ^= 0x00ff0000;
 	assert_int_equal(post(s.env->a.qp, 1, IBV_WR_RDMA_WRITE, &ss, (uintptr_t)s.b->p,
 			      s.bmr->rkey), 0);
@@ -423,7 +416,7 @@ static void test_uc_on_srq(void **state)
 	struct rc_buf *a = rc_alloc(env, env->page), *b = rc_alloc(env, env->page);
 	struct ibv_mr *amr = rc_reg(env, env->pd, a->p, a->cap, RC_ACCESS_ALL);
 	struct ibv_mr *bmr = rc_reg(env, env->pd, b->p, b->cap, RC_ACCESS_ALL);
-	struct ibv_sge rs = sge_of(b->p, 64, bmr), ss = sge_of(a->p, 48, amr);
+	struct ibv_sge rs = rc_sge(b->p, 64, bmr), ss = rc_sge(a->p, 48, amr);
 	struct ibv_recv_wr rwr = { .wr_id = 3, .sg_list = &rs, .num_sge = 1 }, *rbad;
 	struct ibv_wc wc;
 
