@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <netinet/tcp.h>
 
+#include "emu/counters.h"
 #include "emu/internal.h"
 
 #define STAGE_SIZE	65536
@@ -267,6 +268,8 @@ static void send_hello(struct conn *c, struct emu_qp *qp)
 	struct iovec none;
 
 	memcpy(h.src_gid, &qp->local_addr.sin6_addr, 16);
+	if (qp->type == IBV_QPT_RC)	/* UC would reuse a buffer the responder has yet to read */
+		peer_mem_offer(&h);
 	conn_send_frame(c, (const uint8_t *)&h, sizeof(h), &none, 0);
 }
 
@@ -384,6 +387,15 @@ void conn_bind_pending(struct emu_qp *qp)
 	conn_set_paused(c, false);
 }
 
+/* Tells the requester that its payloads may stay where they are (peer_mem.c). */
+static void tell_peer_memory(struct conn *c)
+{
+	struct wire_packet pkt = { .opcode = OP_PEER_MEMORY, .qpn = c->hello_src_qpn };
+	uint8_t hdr[4 + WIRE_MAX_HDR];
+
+	conn_send_frame(c, hdr, wire_build(hdr, &pkt), NULL, 0);
+}
+
 static int handle_hello(struct conn *c)
 {
 	struct wire_hello h;
@@ -413,6 +425,9 @@ static int handle_hello(struct conn *c)
 	if (qp->resp_conn)
 		conn_close(qp->resp_conn);	/* the requester reconnected */
 	qp->resp_conn = c;
+	c->peer_pid = peer_mem_accept(&h);
+	if (c->peer_pid)
+		tell_peer_memory(c);
 	/* Until the QP is RTR it cannot check the peer nor take requests: leave them queued. */
 	c->paused = true;
 	conn_bind_pending(qp);
@@ -421,11 +436,47 @@ static int handle_hello(struct conn *c)
 	return 0;
 }
 
+/*
+ * The frames only softrdma engines exchange: PEER_MEMORY, and the descriptor that stands
+ * for a by-reference request's payload. Returns 0 when the frame was PEER_MEMORY (taken
+ * whole), EINPROGRESS when it is an ordinary frame (now with its payload's real length),
+ * EAGAIN or EPROTO.
+ */
+static int begin_softrdma_frame(struct conn *c, unsigned int hdr_len, uint32_t frame_len)
+{
+	uint64_t desc_len = c->pkt.payload_len, total;
+	uint32_t flags = wire_opcodes[c->pkt.opcode].flags;
+
+	if (c->pkt.opcode == OP_PEER_MEMORY) {
+		if (!c->initiator || c->pkt.qpn != c->qp->qpn)
+			return EPROTO;
+		c->stage_off += 4 + frame_len;
+		pthread_mutex_lock(&c->qp->lock);
+		c->peer_reads = true;
+		pthread_mutex_unlock(&c->qp->lock);
+		return 0;
+	}
+	if (!c->pkt.by_ref)
+		return EINPROGRESS;
+	if (c->initiator || !c->peer_pid || !(flags & OPF_PAYLOAD) ||
+	    desc_len > EMU_MAX_SGE * PEER_MEM_DESC_LEN)
+		return EPROTO;
+	if (staged(c) < 4 + frame_len)
+		return EAGAIN;
+	if (peer_mem_parse(c->stage + c->stage_off + 4 + hdr_len, desc_len, c->pull, &c->npull,
+			   &total))
+		return EPROTO;
+	c->pkt.payload_len = total;
+	c->stage_off += desc_len;	/* the caller steps over length word and headers */
+	return EINPROGRESS;
+}
+
 /* Parses the next frame's header from the staging buffer. */
 static int begin_frame(struct conn *c)
 {
 	uint32_t frame_len;
 	unsigned int hdr_len;
+	int ret;
 	struct emu_qp *qp = c->qp;
 
 	if (staged(c) < 5)
@@ -439,6 +490,9 @@ static int begin_frame(struct conn *c)
 		return EAGAIN;
 	if (wire_parse(c->stage + c->stage_off + 4, frame_len, &c->pkt))
 		return EPROTO;
+	ret = begin_softrdma_frame(c, hdr_len, frame_len);
+	if (ret != EINPROGRESS)
+		return ret;
 	/* Requests on the stream the peer opened, responses on ours; all for this QP, in its
 	 * transport (which also keeps UD opcodes off streams). */
 	if (c->pkt.qpn != qp->qpn ||
@@ -476,6 +530,13 @@ static void end_frame(struct conn *c)
 /* Moves payload bytes into the sink: 0 when the frame is complete, else EAGAIN or why not. */
 static int take_payload(struct conn *c)
 {
+	if (c->pkt.by_ref) {
+		sink_pull(&c->sink, c->peer_pid, c->pull, c->npull);
+		if (c->sink.kind != SINK_DISCARD && c->sink.failure == MEM_ACCESS_OK)
+			counter_add(EMU_CNT_SAME_HOST_PAYLOADS, 1);
+		c->payload_left = 0;
+		return 0;
+	}
 	while (c->payload_left) {
 		size_t n = staged(c);
 		ssize_t got;

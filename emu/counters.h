@@ -18,7 +18,8 @@
 	X(RCVD_RNR_ERR, "rcvd_rnr_err")		/* RNR NAKs received */	\
 	X(DUPLICATE_REQUEST, "duplicate_request")			\
 	X(RETRY_EXCEEDED_ERR, "retry_exceeded_err")			\
-	X(RETRY_RNR_EXCEEDED_ERR, "retry_rnr_exceeded_err")
+	X(RETRY_RNR_EXCEEDED_ERR, "retry_rnr_exceeded_err")			\
+	X(SAME_HOST_PAYLOADS, "same_host_payloads")	/* read from the peer */
 
 #define EMU_COUNTER_ENUM(id, name) EMU_CNT_##id,
 enum emu_counter { EMU_COUNTER_LIST(EMU_COUNTER_ENUM) EMU_CNT_MAX };

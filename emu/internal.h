@@ -73,6 +73,7 @@ struct tx_chunk {
  * a post (or a completion) lets go, and the poster sends them after dropping the QP's lock.
  */
 #define TX_BATCH_FRAMES	16
+#define PEER_MEM_DESC_LEN	16	/* per segment: address, length (big-endian u64) */
 #define TX_BATCH_IOVS	(TX_BATCH_FRAMES * (1 + 4))	/* most WRs have few SGEs */
 
 struct tx_batch {
@@ -80,6 +81,7 @@ struct tx_batch {
 	struct iovec iov[TX_BATCH_IOVS];
 	struct mem_region *refs[TX_BATCH_IOVS];	/* held until sent */
 	uint8_t hdr[TX_BATCH_FRAMES][4 + WIRE_MAX_HDR];
+	uint8_t desc[TX_BATCH_FRAMES][EMU_MAX_SGE * PEER_MEM_DESC_LEN];	/* by reference */
 };
 
 struct conn {
@@ -107,6 +109,12 @@ struct conn {
 	bool kicked;			/* on the engine's list of streams with staged frames */
 	struct conn *next_kicked;
 	struct engine_call out_call;	/* asks the engine to watch for POLLOUT */
+	/* The same-host path (peer_mem.c): a responder's stream knows the requester's pid
+	 * once verified; a requester's knows that the responder can read its memory. */
+	pid_t peer_pid;
+	bool peer_reads;
+	struct iovec pull[EMU_MAX_SGE];	/* a by-reference request's payload, over there */
+	int npull;
 	uint32_t hello_src_qpn;
 	struct conn *next_closed;	/* freed by the engine once no backend call can see it */
 };
@@ -253,6 +261,17 @@ void engine_unkick(struct emu_engine *e, struct conn *c);	/* c is going away */
 int engine_register_qp(struct emu_engine *e, struct emu_qp *qp);
 void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp);
 
+/* peer_mem.c: the same-host path */
+#define PEER_MEM_MIN		16384	/* smaller payloads are as cheap to send over TCP */
+void peer_mem_offer(struct wire_hello *h);
+/* The requester's pid if its memory can be read (the cookie checks out), else 0. */
+pid_t peer_mem_accept(const struct wire_hello *h);
+/* Writes the descriptor of iov into desc (PEER_MEM_DESC_LEN each); returns its length. */
+unsigned int peer_mem_describe(uint8_t *desc, const struct iovec *iov, int niov);
+/* 0, or EPROTO for a descriptor a sane peer would not send. */
+int peer_mem_parse(const uint8_t *desc, uint64_t len, struct iovec *remote, int *nremote,
+		   uint64_t *total);
+
 /* conn.c */
 struct conn *conn_connect(struct emu_qp *qp);	/* engine thread */
 void conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
@@ -341,6 +360,12 @@ enum recv_take srq_take(struct emu_srq *srq, uint64_t need, struct recv_wqe *int
 void sink_place(struct rx_sink *s, const uint8_t *src, size_t n);
 /* recv()s at most n bytes straight into the sink; returns recv's result. */
 ssize_t sink_recv(struct rx_sink *s, int fd, size_t n);
+/*
+ * The same-host path: copies the requester's payload, named by remote in process pid,
+ * into the sink with process_vm_readv(2), chunk by checked chunk as sink_place(). A copy
+ * that fails (the requester's memory is gone) marks the sink MEM_ACCESS_PEER_FAULT.
+ */
+void sink_pull(struct rx_sink *s, pid_t pid, const struct iovec *remote, int nremote);
 uint64_t sge_total_length(const struct ibv_sge *sge, int num_sge);
 /* The process's memory-key table (the engine's). */
 struct mem_table *the_mem_table(void);

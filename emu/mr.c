@@ -729,6 +729,7 @@ static const enum ibv_wc_status remote_wc_status[] = {
 	[MEM_ACCESS_OUT_OF_BOUNDS]	= IBV_WC_REM_ACCESS_ERR,
 	[MEM_ACCESS_MISALIGNED]		= IBV_WC_REM_INV_REQ_ERR,
 	[MEM_ACCESS_QP_NO_RIGHT]	= IBV_WC_REM_INV_REQ_ERR,
+	[MEM_ACCESS_PEER_FAULT]		= IBV_WC_REM_OP_ERR,
 };
 
 /* mr_check_local_access() yields only the first five; the rest never occur. */
@@ -740,6 +741,7 @@ static const enum ibv_wc_status local_wc_status[] = {
 	[MEM_ACCESS_OUT_OF_BOUNDS]	= IBV_WC_LOC_PROT_ERR,
 	[MEM_ACCESS_MISALIGNED]		= IBV_WC_LOC_PROT_ERR,
 	[MEM_ACCESS_QP_NO_RIGHT]	= IBV_WC_LOC_PROT_ERR,
+	[MEM_ACCESS_PEER_FAULT]		= IBV_WC_LOC_QP_OP_ERR,
 };
 
 enum ibv_wc_status mem_access_remote_wc_status(enum mem_access_result r)

@@ -75,6 +75,7 @@ enum mem_access_result {
 	MEM_ACCESS_OUT_OF_BOUNDS,	/* range not inside the region */
 	MEM_ACCESS_MISALIGNED,		/* atomic not one aligned 8-byte word */
 	MEM_ACCESS_QP_NO_RIGHT,		/* qp_access_flags lack the right */
+	MEM_ACCESS_PEER_FAULT,		/* same-host path: the requester's memory is gone */
 };
 
 /*

@@ -58,6 +58,9 @@ const struct wire_opcode_info wire_opcodes[256] = {
 	[OP_RC_ACK] = {
 		"RC_ACKNOWLEDGE", HDR_AETH | OPF_RESPONSE, BTH + AETH, .off_aeth = BTH,
 	},
+	[OP_PEER_MEMORY] = {
+		"SOFTRDMA_PEER_MEMORY", OPF_RESPONSE, BTH,
+	},
 	[OP_UC_SEND_ONLY] = {
 		"UC_SEND_ONLY", OPF_REQUEST | OPF_PAYLOAD | OPF_RECV_WQE, BTH,
 	},
@@ -130,6 +133,7 @@ int wire_parse(const uint8_t *hdr, uint64_t frame_len, struct wire_packet *pkt)
 	pkt->qpn = get32(hdr + 4) & BTH_QPN_MASK;
 	apsn = get32(hdr + 8);
 	pkt->ack_req = apsn & BTH_ACK_REQ;
+	pkt->by_ref = apsn & BTH_BY_REF;
 	pkt->psn = apsn & BTH_PSN_MASK;
 	pkt->payload_len = frame_len - info->hdr_len;
 	if (pkt->payload_len && !(info->flags & OPF_PAYLOAD))
@@ -176,7 +180,8 @@ unsigned int wire_build(uint8_t *buf, const struct wire_packet *pkt)
 	hdr[2] = 0xff;	/* default P_Key */
 	hdr[3] = 0xff;
 	put32(hdr + 4, pkt->qpn & BTH_QPN_MASK);
-	put32(hdr + 8, (pkt->ack_req ? BTH_ACK_REQ : 0) | (pkt->psn & BTH_PSN_MASK));
+	put32(hdr + 8, (pkt->ack_req ? BTH_ACK_REQ : 0) | (pkt->by_ref ? BTH_BY_REF : 0) |
+			       (pkt->psn & BTH_PSN_MASK));
 	if (info->flags & HDR_RETH) {
 		put64(hdr + info->off_reth, pkt->va);
 		put32(hdr + info->off_reth + 8, pkt->rkey);

@@ -271,6 +271,18 @@ static void connect_on_engine(void *arg)
 	pthread_mutex_unlock(&qp->lock);
 }
 
+/*
+ * The same-host path (peer_mem.c), for large payloads of RC requests on a stream whose
+ * responder can read our memory. Not inline data (it lives in the send queue) and not UC
+ * (its WRs complete as they leave, and the buffer may be reused before it is read).
+ */
+static bool by_reference(const struct emu_qp *qp, const struct send_wqe *wqe,
+			 const struct wr_kind *k)
+{
+	return k->has_payload && qp->req_conn->peer_reads && qp->type == IBV_QPT_RC &&
+	       wqe->length >= PEER_MEM_MIN && !(wqe->wr.send_flags & IBV_SEND_INLINE);
+}
+
 /* Sends and empties b on the QP's stream, without leaving qp->lock. */
 static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
 {
@@ -333,14 +345,26 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b)
 		if (b->nframes == TX_BATCH_FRAMES || b->niov + 1 + niov > TX_BATCH_IOVS)
 			flush_batch(qp, b);
 		build_request(qp, wqe, &pkt);
-		hdr = b->hdr[b->nframes++];
+		hdr = b->hdr[b->nframes];
 		b->iov[b->niov].iov_base = hdr;
-		b->iov[b->niov++].iov_len = wire_build(hdr, &pkt);
-		for (int i = 0; i < niov; i++) {
-			b->iov[b->niov++] = iov[i];
+		if (by_reference(qp, wqe, k)) {
+			/* The responder reads the payload from here before it ACKs. */
+			uint8_t *desc = b->desc[b->nframes];
+
+			pkt.by_ref = true;
+			pkt.payload_len = peer_mem_describe(desc, iov, niov);
+			b->iov[b->niov++].iov_len = wire_build(hdr, &pkt);
+			b->iov[b->niov].iov_base = desc;
+			b->iov[b->niov++].iov_len = pkt.payload_len;
+		} else {
+			b->iov[b->niov++].iov_len = wire_build(hdr, &pkt);
+			for (int i = 0; i < niov; i++)
+				b->iov[b->niov++] = iov[i];
+		}
+		for (int i = 0; i < niov; i++)
 			if (refs[i])
 				b->refs[b->nrefs++] = refs[i];
-		}
+		b->nframes++;
 		wqe->sent = true;
 		qp->sq_next++;
 		if (qp->type == IBV_QPT_UC) {

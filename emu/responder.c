@@ -62,8 +62,14 @@ static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint3
 
 static uint8_t nak_for(enum mem_access_result r)
 {
-	return mem_access_remote_wc_status(r) == IBV_WC_REM_INV_REQ_ERR ? NAK_INVALID_REQUEST :
-									    NAK_REMOTE_ACCESS;
+	switch (mem_access_remote_wc_status(r)) {
+	case IBV_WC_REM_INV_REQ_ERR:
+		return NAK_INVALID_REQUEST;
+	case IBV_WC_REM_OP_ERR:
+		return NAK_REMOTE_OP;
+	default:
+		return NAK_REMOTE_ACCESS;
+	}
 }
 
 /* An RDMA WRITE (with or without immediate) of any transport: a RETH and a payload. */
@@ -383,7 +389,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	}
 	if (sink->failure != MEM_ACCESS_OK) {
 		if (sink->kind == SINK_REMOTE)
-			refuse(qp, NAK_REMOTE_ACCESS, sink->failure);
+			refuse(qp, nak_for(sink->failure), sink->failure);
 		else
 			refuse(qp, NAK_REMOTE_OP, sink->failure);
 		if (sink->kind == SINK_LOCAL)

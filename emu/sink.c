@@ -5,9 +5,11 @@
  * a region deregistered mid-message is never written after mr_deregister() returns, and
  * the rest of the message is discarded.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "emu/internal.h"
 
@@ -93,4 +95,35 @@ ssize_t sink_recv(struct rx_sink *s, int fd, size_t n)
 	if (got > 0)
 		s->offset += (uint64_t)got;
 	return got;
+}
+
+void sink_pull(struct rx_sink *s, pid_t pid, const struct iovec *remote, int nremote)
+{
+	for (int i = 0; i < nremote; i++) {
+		uint8_t *from = remote[i].iov_base;
+		size_t left = remote[i].iov_len;
+
+		while (left) {
+			struct mem_region *ref = NULL;
+			struct iovec dst, src;
+			size_t room;
+			ssize_t got;
+
+			if (!sink_window(s, left, (uint8_t **)&dst.iov_base, &room, &ref))
+				return;	/* refused or discarded: nothing more to read */
+			dst.iov_len = room;
+			src.iov_base = from;
+			src.iov_len = room;
+			got = room ? process_vm_readv(pid, &dst, 1, &src, 1, 0) : 0;
+			if (ref)
+				mr_put(ref);
+			if (got != (ssize_t)room) {
+				s->failure = MEM_ACCESS_PEER_FAULT;
+				return;
+			}
+			s->offset += room;
+			from += room;
+			left -= room;
+		}
+	}
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC	0x5352444du	/* "SRDM" */
-#define WIRE_VERSION	1
+#define WIRE_VERSION	2
 
 struct wire_hello {
 	uint32_t magic;
@@ -22,6 +22,11 @@ struct wire_hello {
 	uint32_t src_qpn;	/* the connecting (requester) QP */
 	uint32_t dst_qpn;	/* the responder QP it asks for */
 	uint8_t src_gid[16];	/* the requester's GID (its sgid_index entry) */
+	/* The same-host path (emu/peer_mem.c); pid 0: not offered. */
+	uint32_t pid;
+	uint32_t reserved;
+	uint64_t cookie_addr;
+	uint8_t cookie[16];
 } __attribute__((packed));
 
 /* IBA Base Transport Header. */
@@ -35,6 +40,9 @@ struct wire_bth {
 
 #define BTH_SE		0x80
 #define BTH_ACK_REQ	0x80000000u
+/* A reserved BTH bit that softrdma uses between its own engines: the frame carries, in
+ * place of its payload, where the payload lies in the requester's memory (peer_mem.c). */
+#define BTH_BY_REF	0x40000000u
 #define BTH_PSN_MASK	0x00ffffffu
 #define BTH_QPN_MASK	0x00ffffffu
 
@@ -116,6 +124,9 @@ enum wire_opcode {
 	OP_UC_WRITE_ONLY_IMM = 0x2b,
 	OP_UD_SEND_ONLY = 0x64,
 	OP_UD_SEND_ONLY_IMM = 0x65,
+	/* Manufacturer-specific range (0xc0-0xff): responder to requester, "I can read your
+	 * memory" (the same-host path, emu/peer_mem.c). BTH only. */
+	OP_PEER_MEMORY = 0xc0,
 };
 
 /* Which extension headers follow the BTH, and what the packet is. */
@@ -166,7 +177,8 @@ struct wire_packet {
 	uint32_t inv_rkey;
 	uint32_t qkey;		/* DETH */
 	uint32_t src_qp;	/* DETH */
-	uint64_t payload_len;
+	uint64_t payload_len;	/* with by_ref: of the descriptor, until it is read */
+	bool by_ref;
 };
 
 /* The header length a frame of this opcode needs, or 0 if the opcode is not accepted. */
