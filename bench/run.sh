@@ -4,7 +4,9 @@
 #   bench/run.sh [BUILD_DIR]        (default: build)
 #
 # - perftest between two processes on softrdma0 (server in the background, client to
-#   localhost): ib_write_bw/ib_read_bw/ib_send_bw and ib_write_bw -q 4 at 8 B-1 MiB,
+#   localhost): ib_write_bw/ib_read_bw/ib_send_bw and ib_write_bw -q 4 at 8 B-1 MiB
+#   (large payloads take the same-host path), ib_write_bw/ib_send_bw again from 4 KiB with
+#   SOFTRDMA_SAME_HOST=0 (every byte through TCP),
 #   ib_write_lat/ib_read_lat/ib_send_lat at 8 B and 4 KiB, and the message rate of 8-byte
 #   writes with a deep queue;
 # - the raw-TCP reference at the same sizes: qperf tcp_bw and tcp_lat over loopback;
@@ -264,6 +266,11 @@ for ((r = 1; r <= rounds; r++)); do
 		perftest read_bw "$s" "$r" ib_read_bw -s "$s" -n "$n"
 		perftest send_bw "$s" "$r" ib_send_bw -s "$s" -n "$n"
 		perftest write_bw_q4 "$s" "$r" ib_write_bw -q 4 -s "$s" -n "$((n / 4))"
+		if [ "$s" -ge 4096 ]; then
+			# The same payloads with the same-host path off: every byte through TCP.
+			perftest write_bw_tcp "$s" "$r" env SOFTRDMA_SAME_HOST=0 ib_write_bw -s "$s" -n "$n"
+			perftest send_bw_tcp "$s" "$r" env SOFTRDMA_SAME_HOST=0 ib_send_bw -s "$s" -n "$n"
+		fi
 		if [ "$s" -eq 8 ] || [ "$s" -eq 4096 ]; then
 			perftest write_lat "$s" "$r" ib_write_lat -s "$s" -n 3000
 			perftest read_lat "$s" "$r" ib_read_lat -s "$s" -n 3000
@@ -322,12 +329,14 @@ md="$results/latest.md"
 {
 	echo "| test | size | softrdma: median (min-max) | TCP (qperf): median (min-max) | ratio of medians (>1: softrdma ahead) | softrdma runs ok |"
 	echo "| --- | --- | --- | --- | --- | --- |"
-	for t in write_bw read_bw send_bw write_bw_q4; do
+	for t in write_bw write_bw_tcp read_bw send_bw send_bw_tcp write_bw_q4; do
 		case $t in
 		write_bw_q4) label="BW write, 4 QPs" ;;
+		*_tcp) label="BW ${t%_bw_tcp}, TCP path only" ;;
 		*) label="BW ${t%_bw}" ;;
 		esac
 		for s in "${sizes[@]}"; do
+			[ "${t%_tcp}" != "$t" ] && [ "$s" -lt 4096 ] && continue
 			a=$(med "$t" "$s")
 			b=$(med tcp_bw "$s")
 			echo "| $label | $(human "$s") | $(fmt "$a" MB/s "$(rng "$t" "$s")") | $(fmt "$b" MB/s "$(rng tcp_bw "$s")") | $(ratio "$a" "$b") | $(oks "$t" "$s") |"
@@ -347,6 +356,16 @@ md="$results/latest.md"
 	a=$(med msgrate 8 6)
 	b=$(med tcp_bw 8 6)
 	echo "| msg rate, 8 B writes | 8 B | $(fmt "$a" M/s "$(rng msgrate 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks msgrate 8) |"
+	echo
+	echo "| same-host path ÷ TCP path (SOFTRDMA_SAME_HOST=0) | size | same-host | TCP path | ratio |"
+	echo "| --- | --- | --- | --- | --- |"
+	for t in write send; do
+		for s in 4096 65536 1048576; do
+			a=$(med "${t}_bw" "$s")
+			b=$(med "${t}_bw_tcp" "$s")
+			echo "| BW $t | $(human "$s") | $(fmt "$a" MB/s) | $(fmt "$b" MB/s) | $(ratio "$a" "$b") |"
+		done
+	done
 	echo
 	echo "| connected RC QP pairs | set-up (create + INIT/RTR/RTS) | per pair | RSS after | RSS per pair | fds | one 8 B write on each QP | ok |"
 	echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -400,7 +419,7 @@ json="$results/latest.json"
 	for s in "${sizes[@]}"; do
 		b=$(med tcp_bw "$s")
 		printf '%s\n    {"size": %s, "tcp": %s' "$sep" "$s" "$(jnum "$b")"
-		for t in write_bw read_bw send_bw write_bw_q4; do
+		for t in write_bw write_bw_tcp read_bw send_bw send_bw_tcp write_bw_q4; do
 			k=${t/_bw/}
 			a=$(med "$t" "$s")
 			printf ', "%s": %s, "%s_vs_tcp": %s, "%s_ok": "%s"' "$k" "$(jnum "$a")" "$k" \
@@ -441,7 +460,7 @@ json="$results/latest.json"
 # --- plot ----------------------------------------------------------------------------------
 dat="$work/bw.dat"
 for s in "${sizes[@]}"; do
-	echo "$s $(nan "$(med tcp_bw "$s")") $(nan "$(med write_bw "$s")") $(nan "$(med read_bw "$s")") $(nan "$(med send_bw "$s")")"
+	echo "$s $(nan "$(med tcp_bw "$s")") $(nan "$(med write_bw "$s")") $(nan "$(med read_bw "$s")") $(nan "$(med send_bw "$s")") $(nan "$(med write_bw_tcp "$s")")"
 done >"$dat"
 gnuplot <<GNUPLOT 2>"$work/gnuplot.err" || echo "run.sh: gnuplot failed: $(cat "$work/gnuplot.err")" >&2
 set terminal pngcairo noenhanced size 900,560 font ",11"
@@ -458,7 +477,8 @@ set label 1 "no point: no run of that size worked (bench/results/latest.md)" at 
 plot "$dat" using 1:2 with linespoints lw 2 pt 7 title "TCP (qperf tcp_bw)", \
      "$dat" using 1:3 with linespoints lw 2 pt 5 title "softrdma RDMA WRITE (ib_write_bw)", \
      "$dat" using 1:4 with linespoints lw 2 pt 9 title "softrdma RDMA READ (ib_read_bw)", \
-     "$dat" using 1:5 with linespoints lw 2 pt 11 title "softrdma SEND (ib_send_bw)"
+     "$dat" using 1:5 with linespoints lw 2 pt 11 title "softrdma SEND (ib_send_bw)", \
+     "$dat" using 1:6 with linespoints lw 2 pt 13 dt 2 title "softrdma RDMA WRITE, TCP path only (SOFTRDMA_SAME_HOST=0)"
 GNUPLOT
 echo
 echo "run.sh: ${runtime}s; wrote $json, $md and $results/bandwidth.png"
