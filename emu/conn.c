@@ -350,6 +350,7 @@ static void conn_protocol_error(struct conn *c)
 /* Reads more into the staging buffer: >0 bytes read, 0 peer closed, -1 nothing yet / error. */
 static ssize_t stage_fill(struct conn *c)
 {
+	size_t want;
 	ssize_t n;
 
 	if (c->stage_off) {
@@ -357,7 +358,14 @@ static ssize_t stage_fill(struct conn *c)
 		c->stage_len -= c->stage_off;
 		c->stage_off = 0;
 	}
-	n = recv(c->watch.fd, c->stage + c->stage_len, STAGE_SIZE - c->stage_len, MSG_DONTWAIT);
+	want = STAGE_SIZE - c->stage_len;
+	/*
+	 * After a large payload another is likely: read no more than a header, so that the
+	 * next payload goes from the socket straight into its target, not through this buffer.
+	 */
+	if (c->expect_large && !c->in_payload && c->stage_len < 4 + WIRE_MAX_HDR)
+		want = 4 + WIRE_MAX_HDR - c->stage_len;
+	n = recv(c->watch.fd, c->stage + c->stage_len, want, MSG_DONTWAIT);
 	if (n > 0)
 		c->stage_len += (size_t)n;
 	return n;
@@ -509,6 +517,7 @@ static int begin_frame(struct conn *c)
 	pthread_mutex_unlock(&qp->lock);
 	c->in_payload = true;
 	c->payload_left = c->pkt.payload_len;
+	c->expect_large = !c->pkt.by_ref && c->pkt.payload_len >= DIRECT_MIN;
 	return 0;
 }
 

@@ -97,6 +97,7 @@ struct conn {
 	uint8_t *stage;		/* bytes read ahead of the frame being parsed */
 	size_t stage_len, stage_off;
 	bool in_payload;
+	bool expect_large;	/* the last frame's payload went straight into its target */
 	uint64_t payload_left;
 	struct wire_packet pkt;
 	struct rx_sink sink;
