@@ -4,7 +4,17 @@ set -uo pipefail
 SOFTRDMA="$SOFTRDMA_BUILD/bin/softrdma"
 failures=0
 cleanup_dirs=()
-trap 'rm -rf "${cleanup_dirs[@]}"' EXIT
+at_exit_cmds=()
+# at_exit COMMAND: runs COMMAND (a string, eval'd) at exit, the last registered first; then
+# the scratch directories go.
+at_exit() { at_exit_cmds=("$1" "${at_exit_cmds[@]}"); }
+run_at_exit() {
+	local c
+	for c in "${at_exit_cmds[@]}"; do eval "$c"; done
+	rm -rf "${cleanup_dirs[@]}"
+}
+trap run_at_exit EXIT
+trap 'exit 130' INT TERM
 
 # scratch_dir VAR: a new directory, removed at exit, in VAR (no subshell, so the list of
 # directories to remove is this shell's own).

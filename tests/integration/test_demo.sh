@@ -8,8 +8,7 @@
 scratch_dir logs
 export TMPDIR=$logs	# the demo's own scratch directory and `softrdma run` trees go here
 pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait; rm -rf "${cleanup_dirs[@]}"' EXIT
-trap 'exit 130' INT TERM
+at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait'
 
 timeout -k 5 240 "$SOFTRDMA" demo >"$logs/demo.out" 2>&1 &
 pid=$!

@@ -4,7 +4,7 @@
 deny=("$SOFTRDMA_BUILD/bin/deny_syscall" io_uring_setup)
 port=$((30000 + $$ % 20000))
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "${cleanup_dirs[@]}"' EXIT
+at_exit 'kill "${pids[@]}" 2>/dev/null'
 scratch_dir logs
 
 engine_of() { # ENV... -> the engine the provider starts

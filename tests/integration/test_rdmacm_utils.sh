@@ -4,14 +4,7 @@
 # perftest's rdma_cm mode (-R). Everything on the io_uring engine, the quick ones on epoll too.
 . "$(dirname "$0")/lib.sh"
 
-scratch_dir logs
-export TMPDIR=$logs	# `softrdma run` trees of a killed run go with the scratch dir
-export SOFTRDMA_VERBOSE=1	# each side says which engine it started
-bg_pids=()
-trap 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done; wait; rm -rf "${cleanup_dirs[@]}"' EXIT
-trap 'exit 130' INT TERM
-
-srv_in=() cli_in=() where_srv="" where_cli=""
+. "$(dirname "$0")/pairs.sh"
 . "$(dirname "$0")/rdmacm_cases.sh"
 
 for engine in uring epoll; do

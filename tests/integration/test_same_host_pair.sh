@@ -25,7 +25,6 @@ pingpong() {
 			"$(side_out "$side")" '^100 iters in [0-9.]+ seconds'
 	done
 }
-side_out() { if [ "$1" = server ]; then echo "$srv_out"; else echo "$cli_out"; fi; }
 
 if pingpong "same-host path"; then
 	for side in server client; do

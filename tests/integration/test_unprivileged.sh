@@ -10,7 +10,7 @@ if [ "$(id -u)" -eq 0 ]; then
 			{ fail "cannot create the test user $user (useradd)"; finish; }
 		created_user=$user
 	fi
-	trap 'rm -rf "${cleanup_dirs[@]}"; [ -n "$created_user" ] && userdel "$created_user"' EXIT
+	at_exit '[ -n "$created_user" ] && userdel "$created_user"'
 	run_as=(setpriv --reuid="$user" --regid="$user" --clear-groups --reset-env --)
 fi
 
