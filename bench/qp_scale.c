@@ -30,33 +30,9 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-#define SQ_DEPTH 128	/* perftest's default TX depth */
-#define RQ_DEPTH 128
+#include "verbs_util.h"
+
 #define WAIT_S 60	/* longest wait for the 2N write completions */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static long rss_kb(void)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
 
 /* utime + stime of the whole process (all threads), in seconds. */
 static double cpu_s(void)
@@ -107,62 +83,6 @@ static int cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
-}
-
-static struct ibv_context *open_softrdma(struct ibv_device ***list)
-{
-	struct ibv_context *ctx = NULL;
-	int n = 0;
-
-	*list = ibv_get_device_list(&n);
-	for (int i = 0; *list && i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name((*list)[i]), "softrdma0"))
-			ctx = ibv_open_device((*list)[i]);
-	if (!ctx)
-		fprintf(stderr, "qp_scale: no softrdma0 (run it under `softrdma run`)\n");
-	return ctx;
-}
-
-static int to_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1, .qp_access_flags = ACCESS,
-	};
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					 IBV_QP_ACCESS_FLAGS);
-}
-
-static int to_rtr(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = IBV_MTU_4096,
-		.dest_qp_num = dest_qpn,
-		.rq_psn = 0,
-		.max_dest_rd_atomic = 4,
-		.min_rnr_timer = 12,
-		.ah_attr = {
-			.is_global = 1,
-			.port_num = 1,
-			.grh = { .dgid = *gid, .sgid_index = 0, .hop_limit = 1 },
-		},
-	};
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					 IBV_QP_MIN_RNR_TIMER);
-}
-
-static int to_rts(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
-		.sq_psn = 0, .max_rd_atomic = 4,
-	};
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static int pairs(long n, int idle_s)

@@ -12,8 +12,9 @@
 # - the raw-TCP reference at the same sizes: qperf tcp_bw and tcp_lat over loopback;
 #   the softrdma and TCP runs of one size follow each other, round after round, so machine
 #   noise hits both alike; every figure is the median of the rounds that worked;
-# - scale (bench/qp_scale.c): set-up time, RSS and fds for 1, 100 and 1000 connected RC QP
-#   pairs with one 8-byte RDMA WRITE on every QP, the CPU an idle process holding 1000 pairs
+# - scale (bench/qp_scale.c, bench/qp_procs.c): set-up time, RSS and fds for 1, 100 and 1000
+#   connected RC QP pairs in one process and between two processes, with one 8-byte RDMA
+#   WRITE on every QP, the CPU an idle process holding 1000 pairs
 #   uses over 5 s, and ibv_reg_mr time for 4 KiB-1 GiB of untouched memory.
 #
 # Prints the comparison table (also bench/results/latest.md), writes
@@ -66,8 +67,9 @@ echo "run.sh: building $build"
 	{ echo "run.sh: the build failed (cmake --build $build)" >&2; exit 1; }
 softrdma="$build/bin/softrdma"
 qp_scale="$build/bin/qp_scale"
-if [ ! -x "$softrdma" ] || [ ! -x "$qp_scale" ]; then
-	echo "run.sh: $softrdma or $qp_scale missing" >&2
+qp_procs="$build/bin/qp_procs"
+if [ ! -x "$softrdma" ] || [ ! -x "$qp_scale" ] || [ ! -x "$qp_procs" ]; then
+	echo "run.sh: $softrdma, $qp_scale or $qp_procs missing" >&2
 	exit 1
 fi
 
@@ -235,6 +237,14 @@ for n in 1 100 1000; do
 	scale_json+=("$out")
 	echo "  $out"
 done
+procs_json=()
+for n in 1 100 1000; do
+	out=$(timeout -k 2 120 "$softrdma" run -- "$qp_procs" "$n" 2>"$work/procs.err")
+	rc=$?
+	[ -n "$out" ] || out="{\"mode\": \"procs\", \"qps_per_process\": $n, \"ok\": false, \"failed_at\": \"exit $rc: $(errors_of "$work/procs.err")\"}"
+	procs_json+=("$out")
+	echo "  $out"
+done
 mr_json=$(timeout -k 2 120 "$softrdma" run -- "$qp_scale" mr 2>"$work/mr.err")
 [ -n "$mr_json" ] || mr_json="{\"mode\": \"mr\", \"ok\": false, \"error\": \"$(errors_of "$work/mr.err")\"}"
 echo "  $mr_json"
@@ -377,6 +387,16 @@ md="$results/latest.md"
 			       jget($0, "fds_after"), jget($0, "writes_s") * 1000, jget($0, "ok"),
 			       jget($0, "failed_at") == "" ? "" : " (" jget($0, "failed_at") ")" }'
 	done
+	echo
+	echo "| RC QPs per process, two processes (bench/qp_procs.c) | set-up, both sides connected | RSS per QP (parent, child) | one 8 B write on each QP | ok |"
+	echo "| --- | --- | --- | --- | --- |"
+	for j in "${procs_json[@]}"; do
+		echo "$j" | awk "$jget_awk"'{
+			printf "| %s | %.1f ms | %s KiB, %s KiB | %.1f ms | %s%s |\n", jget($0, "qps_per_process"),
+			       jget($0, "setup_s") * 1000, jget($0, "rss_kb_per_qp_parent"),
+			       jget($0, "rss_kb_per_qp_child"), jget($0, "writes_s") * 1000, jget($0, "ok"),
+			       jget($0, "failed_at") == "" ? "" : " (" jget($0, "failed_at") ")" }'
+	done
 	for j in "${scale_json[@]}"; do
 		echo "$j" | awk "$jget_awk"'jget($0, "idle_s") > 0 {
 			printf "\nIdle: a process holding %s connected pairs used %s%% of one CPU over %s s (utime+stime of all threads: /proc/self/stat, 10 ms ticks; getrusage: %s%%).\n",
@@ -447,6 +467,12 @@ json="$results/latest.json"
 	printf '  "scale": ['
 	sep=""
 	for j in "${scale_json[@]}"; do
+		printf '%s\n    %s' "$sep" "$j"
+		sep=","
+	done
+	printf '\n  ],\n  "procs": ['
+	sep=""
+	for j in "${procs_json[@]}"; do
 		printf '%s\n    %s' "$sep" "$j"
 		sep=","
 	done
