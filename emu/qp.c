@@ -364,6 +364,7 @@ static void reset_qp(struct emu_qp *qp)
 	qp->rd_atomic_out = 0;
 	qp->have_cur_recv = false;
 	qp->rnr_dropping = false;
+	qp->ack_pending = false;
 	qp->last_atomic.valid = false;
 	qp->timer_ns = 0;
 	qp->msn = 0;
