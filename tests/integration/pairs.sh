@@ -32,7 +32,8 @@ next_port() {
 # perftest_fault: succeeds, saying what happened, when the last pair failed only for one of
 # perftest's own faults, which a second run does not meet:
 # - it samples its cycle counter against gettimeofday after the run and gives up when the
-#   samples scatter, as they do when other processes take the CPUs;
+#   samples scatter, as they do when other processes take the CPUs (the complaint may follow
+#   a result on the same line);
 # - with -R its server destroys the listener of its control connection and listens on the
 #   same port again only after a handshake over that connection, while the client connects
 #   right after the same handshake. A client first is rejected (status 8, invalid service
@@ -43,7 +44,7 @@ next_port() {
 perftest_fault() {
 	local calib
 	if grep -q "^Can't produce a report" "$logs/client" "$logs/server" &&
-		calib=$(grep -h '^Correlation coefficient r^2: .* < 0\.9$' "$logs/client" "$logs/server"); then
+		calib=$(grep -ho 'Correlation coefficient r^2: .* < 0\.9$' "$logs/client" "$logs/server"); then
 		echo "perftest could not calibrate its cycle counter ($(head -n1 <<<"$calib"))"
 	elif grep -q '^Event: RDMA_CM_EVENT_REJECTED; error: 8\.$' "$logs/client"; then
 		echo "perftest's client connected before its server listened again (REJECTED, status 8)"
