@@ -463,8 +463,9 @@ int emu_qp_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_
 
 	pthread_mutex_lock(&qp->lock);
 	for (; wr; wr = wr->next) {
-		/* As rxe: a QP with an SRQ has no receive queue of its own to post to. */
-		ret = qp->srq ? EINVAL : recv_queue_post(&qp->rq, wr);
+		/* As rxe: a QP with an SRQ has no receive queue of its own to post to, and a QP
+		 * in RESET takes none (IBTA C10-97.2.1 leaves it to the device; rxe refuses). */
+		ret = qp->srq || qp->state == IBV_QPS_RESET ? EINVAL : recv_queue_post(&qp->rq, wr);
 		if (ret)
 			break;
 		if (qp->state == IBV_QPS_ERR)

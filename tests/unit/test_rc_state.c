@@ -332,6 +332,26 @@ static void test_post_send_before_rts_einval(void **state)
 	rc_expect_no_wc(env->a.scq, RC_QUIET_MS);
 }
 
+/* A receive posted in RESET is refused (as rxe); from INIT on it is taken and used. */
+static void test_post_recv_in_reset_einval(void **state)
+{
+	struct rc_env *env = two_qps(state);
+	struct rc_buf *buf = rc_alloc(env, 4096);
+	struct ibv_mr *mr = rc_reg(env, env->pd, buf->p, 4096, RC_ACCESS_ALL);
+	struct ibv_sge sge = rc_sge(buf->p, 64, mr);
+	struct ibv_recv_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+
+	assert_int_equal(ibv_post_recv(env->b.qp, &wr, &bad), EINVAL);
+	walk_to(env, env->b.qp, IBV_QPS_INIT, env->a.qp->qp_num);
+	assert_int_equal(ibv_post_recv(env->b.qp, &wr, &bad), 0);
+	walk_to(env, env->b.qp, IBV_QPS_RTS, env->a.qp->qp_num);
+	walk_to(env, env->a.qp, IBV_QPS_RTS, env->b.qp->qp_num);
+	sge = rc_sge(buf->p + 1024, 64, mr);
+	assert_int_equal(rc_post_rdma(env->a.qp, 8, IBV_WR_SEND, &sge, 1, 0, 0), 0);
+	rc_expect_wc(env->a.scq, 8, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(env->b.rcq, 7, IBV_WC_SUCCESS, NULL);	/* the one posted in INIT */
+}
+
 static void to_reset(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
@@ -679,6 +699,7 @@ int main(void)
 		T(illegal_transitions_from_rts),
 		T(illegal_transitions_from_err),
 		T(post_send_before_rts_einval),
+		T(post_recv_in_reset_einval),
 		T(reset_from_rts_then_reuse),
 		T(reset_from_err_then_reuse),
 		T(reset_from_init_and_rtr),
