@@ -24,8 +24,18 @@ static void reg_case(const struct conf_case *c)
 	case MR_IOVA_SAME: mr = ibv_reg_mr_iova(e.pd, buf + 8, BUF_SIZE, 0x100008, c->a); break;
 	}
 	out_ret("reg", mr ? 0 : errno ? errno : -1);
-	if (mr)
-		out("lkey_eq_rkey=%s", mr->lkey == mr->rkey ? "yes" : "no");
+	out_end();
+}
+
+/* What rkey a region that grants no remote access gets. */
+static void rkey_case(const struct conf_case *c)
+{
+	struct conf_env e;
+	struct ibv_mr *mr;
+
+	env_open(&e);
+	mr = mr_reg(e.pd, buf_alloc(BUF_SIZE), BUF_SIZE, c->a);
+	out("rkey=%s", mr->rkey == mr->lkey ? "lkey" : mr->rkey ? "other" : "0");
 	out_end();
 }
 
@@ -48,5 +58,7 @@ const struct conf_case conf_cases_mr[] = {
 	{ "mr_null_addr", reg_case, LW, MR_NULL },
 	{ "mr_iova_offset_mismatch", reg_case, LW, MR_IOVA_OFFSET },
 	{ "mr_iova_offset_same", reg_case, LW, MR_IOVA_SAME },
+	{ "mr_rkey_of_local_only_region", rkey_case, LW, 0 },
+	{ "mr_rkey_of_remote_read_region", rkey_case, LW | IBV_ACCESS_REMOTE_READ, 0 },
 	{ NULL, NULL, 0, 0 },
 };

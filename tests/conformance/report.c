@@ -97,12 +97,14 @@ static const char *wc_opcode_name(enum ibv_wc_opcode op)
 }
 
 /*
- * The vendor-neutral fields: the status; on success also the opcode, byte_len and the
- * immediate/invalidate flags with their value (an error completion's other fields are
+ * The vendor-neutral fields: the status; on success also the opcode, byte_len and, for a
+ * receive, the immediate/invalidate flags with the immediate's value (an error completion's other fields are
  * undefined, ibv_poll_cq(3)).
  */
 void out_wc(const char *key, int got, const struct ibv_wc *wc)
 {
+	bool recv;
+
 	if (got < 0) {
 		out("%s=poll_failed", key);
 		return;
@@ -115,10 +117,12 @@ void out_wc(const char *key, int got, const struct ibv_wc *wc)
 		out("%s=%s", key, wc_status_name(wc->status));
 		return;
 	}
+	/* The flags say something only for receives; rxe sets WITH_IMM on sends too. */
+	recv = wc->opcode & IBV_WC_RECV;
 	out("%s=SUCCESS/%s/len=%u%s%s", key, wc_opcode_name(wc->opcode), wc->byte_len,
-	    wc->wc_flags & IBV_WC_WITH_IMM ?
+	    recv && wc->wc_flags & IBV_WC_WITH_IMM ?
 		    (ntohl(wc->imm_data) == IMM_VALUE ? "/imm" : "/imm=other") : "",
-	    wc->wc_flags & IBV_WC_WITH_INV ? "/inv" : "");
+	    recv && wc->wc_flags & IBV_WC_WITH_INV ? "/inv" : "");
 }
 
 const char *qp_state_name(int s)
