@@ -5,6 +5,7 @@
  * one too many) is made; its result and the state after are reported. Also posting in
  * states that cannot send, and what is flushed in ERR.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "conf.h"
@@ -187,6 +188,33 @@ static void post_in_state_case(const struct conf_case *c)
 	out_end();
 }
 
+/* ibv_create_qp_ex with IBV_QP_INIT_ATTR_CREATE_FLAGS in comp_mask and c->a as the flags. */
+static void create_flags_case(const struct conf_case *c)
+{
+	struct conf_env e;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_qp_init_attr_ex init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+		.create_flags = (uint32_t)c->a,
+	};
+
+	env_open(&e);
+	cq = ibv_create_cq(e.ctx, 16, NULL, NULL, 0);
+	if (!cq)
+		setup_failed("create_cq", errno);
+	init.pd = e.pd;
+	init.send_cq = init.recv_cq = cq;
+	errno = 0;
+	qp = ibv_create_qp_ex(e.ctx, &init);
+	out_ret("create", qp ? 0 : errno ? errno : -1);
+	if (qp)
+		out_state("state", qp);
+	out_end();
+}
+
 #define MOVE(name, i) { "qp_" name, modify_case, i, 0 }
 const struct conf_case conf_cases_qp[] = {
 	MOVE("reset_to_init", 0),
@@ -227,6 +255,8 @@ const struct conf_case conf_cases_qp[] = {
 	MOVE("rts_attr_only_timeout", 33),
 	MOVE("rts_attr_only_min_rnr_timer", 36),
 	MOVE("rts_retry_cnt_9", 34),
+	{ "qp_create_ex_create_flags_0", create_flags_case, 0, 0 },
+	{ "qp_create_ex_create_flags_scatter_fcs", create_flags_case, IBV_QP_CREATE_SCATTER_FCS, 0 },
 	{ "qp_post_send_in_reset", post_in_state_case, IBV_QPS_RESET, 0 },
 	{ "qp_post_send_in_init", post_in_state_case, IBV_QPS_INIT, 0 },
 	{ "qp_post_send_in_rtr", post_in_state_case, IBV_QPS_RTR, 0 },

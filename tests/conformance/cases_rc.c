@@ -112,7 +112,64 @@ static void cq_overrun_case(const struct conf_case *c)
 	out_end();
 }
 
+/*
+ * Both QPs in ERR after a refused WRITE, then each back through RESET to RTS (the responder
+ * first if c->a is 0, else the requester first), then a SEND: a connection is made again.
+ * b had a receive posted, which the error flushed.
+ */
+static void restate_case(const struct conf_case *c)
+{
+	struct qp_params p;
+	struct rc_fix f;
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc;
+	struct ibv_qp *first, *second;
+	uint32_t first_peer, second_peer;
+	int err;
+
+	qp_params_default(&p, IBV_QPT_RC);
+	fix_setup(&f, &p, &p, ACCESS_ALL, false);
+	if (post_recv(f.e.b.qp, f.recvbuf, BUF_SIZE, f.recvmr->lkey) ||
+	    post_send(f.e.a.qp, IBV_WR_RDMA_WRITE, f.lbuf, 64, f.lmr->lkey, (uintptr_t)f.rbuf,
+		      f.rmr->rkey ^ 0xff, 0, 0) || wait_wc(f.e.a.scq, &wc, conf_opts.wait_ms) != 1)
+		setup_failed("refused_write", 1);
+	out("first=%s", wc_status_name(wc.status));
+	wait_state(f.e.b.qp, IBV_QPS_ERR, true, conf_opts.wait_ms);
+	sleep_ms(conf_opts.quiet_ms);	/* the responder's flush, if it makes one */
+	out_state("qpa", f.e.a.qp);
+	out_state("qpb", f.e.b.qp);
+	first = c->a ? f.e.a.qp : f.e.b.qp;
+	second = c->a ? f.e.b.qp : f.e.a.qp;
+	first_peer = second->qp_num;
+	second_peer = first->qp_num;
+	if ((err = ibv_modify_qp(first, &reset, IBV_QP_STATE)) || (err = qp_to_init(first, &p, 0, 0)) ||
+	    (err = qp_to_rtr(&f.e, first, &p, first_peer, 0, 0)) || (err = qp_to_rts(first, &p, 0, 0)) ||
+	    (err = ibv_modify_qp(second, &reset, IBV_QP_STATE)) ||
+	    (err = qp_to_init(second, &p, 0, 0)) ||
+	    (err = qp_to_rtr(&f.e, second, &p, second_peer, 0, 0)) ||
+	    (err = qp_to_rts(second, &p, 0, 0)))
+		setup_failed("restate", err);
+	/* What is left of the error's completions after RESET (libmlx5 removes a QP's
+	 * completions from its CQs on RESET), drained before the new exchange. */
+	{
+		int left_a = 0, left_b = 0;
+
+		while (ibv_poll_cq(f.e.a.scq, 1, &wc) == 1)
+			left_a++;
+		while (ibv_poll_cq(f.e.b.rcq, 1, &wc) == 1)
+			left_b++;
+		out("left_after_reset=%d/%d", left_a, left_b);
+	}
+	if (post_recv(f.e.b.qp, f.recvbuf, BUF_SIZE, f.recvmr->lkey))
+		setup_failed("post_recv", 1);
+	err = post_send(f.e.a.qp, IBV_WR_SEND, f.lbuf, 64, f.lmr->lkey, 0, 0, 0, 0);
+	fix_report(&f, err, true, true);
+	out_end();
+}
+
 const struct conf_case conf_cases_rc[] = {
+	{ "rc_restate_responder_first_then_send", restate_case, 0, 0 },
+	{ "rc_restate_requester_first_then_send", restate_case, 1, 0 },
 	{ "send_ok", send_case, S_PLAIN, 0 },
 	{ "send_imm", send_case, S_IMM, 0 },
 	{ "send_inline", send_case, S_INLINE, 0 },

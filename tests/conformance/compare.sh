@@ -21,6 +21,7 @@ while getopts b:t: opt; do
 	*) echo "usage: $0 [-b BUILD_DIR] [-t TABLE.md]" >&2; exit 2 ;;
 	esac
 done
+build=$(cd "$build" && pwd)
 
 ref=$here/rxe.ref
 known=$here/differences.txt

@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Records rxe's answers to the conformance program: tests/conformance/rxe.ref.
+# Records rxe's answers to the conformance program (tests/conformance/rxe.ref) and rxe's
+# outcome of each test of rdma-core's pyverbs suite (tests/pyverbs/rxe.results).
 #
-#   tests/conformance/record-rxe.sh [OUTPUT]
+#   tests/conformance/record-rxe.sh
 #
 # Boots Debian bookworm's own kernel under QEMU (TCG: no KVM needed) with an initramfs made
 # only of Debian packages fetched with apt-get download (the kernel image, whose modules
 # include rdma_rxe; busybox-static; rdma-core's runtime; iproute2 for `ip` and `rdma`; and
-# the libraries those need), plus the conformance program built from this checkout. The
-# guest binds rxe0 to a dummy interface, runs the program against it and prints the answers
-# between markers on the serial console; this script keeps them. Takes a few minutes.
+# the libraries those need; Python and python3-pyverbs with its tests), plus the conformance
+# program built from this checkout. The guest binds rxe0 to a dummy interface, runs the
+# program and the pyverbs suite against it and prints their output between markers on the
+# serial console; this script keeps them. Takes a few minutes.
 # Needs root for apt-get (it installs qemu-system-x86 and the build's packages if missing).
 set -euo pipefail
 
 src=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
-out=${1:-$src/tests/conformance/rxe.ref}
+out=$src/tests/conformance/rxe.ref
+pyverbs_out=$src/tests/pyverbs/rxe.results
 # Waits in the guest: TCG runs 10-15 times slower than the host.
 guest_wait_ms=${RXE_WAIT_MS:-30000}
 guest_quiet_ms=${RXE_QUIET_MS:-3000}
-# The program's own line format checks out before minutes are spent booting.
+guest_pyverbs_s=${RXE_PYVERBS_S:-1200}
 work=$(mktemp -d /tmp/softrdma-rxe.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 say() { echo "record-rxe: $*" >&2; }
@@ -41,7 +44,7 @@ need_packages() {
 # 1. Tools, and the program built from this checkout.
 [ "$(id -u)" -eq 0 ] && apt-get update -qq
 need_packages qemu-system-x86 xz-utils build-essential cmake pkg-config libibverbs-dev \
-	librdmacm-dev liburing-dev libcmocka-dev
+	librdmacm-dev liburing-dev libcmocka-dev python3-pyverbs
 say "building the conformance program"
 cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$work/build" --target softrdma-conformance -j "$(nproc)" >/dev/null
@@ -64,11 +67,15 @@ fetch() { # PACKAGE...
 	done
 }
 fetch "$kpkg" busybox-static libibverbs1 ibverbs-providers libnl-3-200 libnl-route-3-200 \
-	iproute2 libc6
+	iproute2 libc6 python3.11-minimal libpython3.11-minimal libpython3.11-stdlib \
+	libpython3.11 python3-pyverbs librdmacm1
+pydir=$root/usr/lib/python3/dist-packages/pyverbs
 guest_libs() { # the libraries the guest's programs resolve outside the tree, one a line
 	LD_LIBRARY_PATH=$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu \
 		ldd "$prog" "$root"/bin/ip "$root"/usr/bin/rdma \
-		"$root"/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so |
+		"$root"/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so \
+		"$root"/usr/bin/python3.11 "$pydir"/*.so "$pydir"/providers/*/*.so \
+		"$root"/usr/lib/python3.11/lib-dynload/*.so 2>/dev/null |
 		awk -v r="$root" '$2 == "=>" && index($3, r) != 1 { print $1 }' | sort -u
 }
 for _ in 1 2 3; do
@@ -108,7 +115,7 @@ add_module() { # PATH relative to $mods, after its dependencies
 	done
 	[[ " ${order[*]} " == *" $m "* ]] || order+=("$m")
 }
-for name in crc32_generic dummy ib_core ib_uverbs rdma_rxe; do
+for name in crc32_generic dummy ib_core ib_uverbs rdma_rxe rdma_ucm; do
 	path=$(awk -F: -v n="/$name.ko" 'index($1, n) { print $1; exit }' "$mods/modules.dep")
 	[ -n "$path" ] || { say "module $name not in $kpkg"; exit 1; }
 	add_module "$path"
@@ -117,6 +124,12 @@ initrd=$work/initrd
 mkdir -p "$initrd/lib/modules" "$initrd"/{proc,sys,dev,tmp}
 cp -a "$root"/. "$initrd"/
 rm -rf "$initrd/boot" "$initrd/usr/share" "$initrd/lib/modules"
+# The pyverbs suite as Debian ships it (partly gzipped), and the runner that prints one
+# line per test.
+cp -r "$root/usr/share/doc/rdma-core/tests" "$initrd/pyverbs-tests"
+gunzip -f "$initrd"/pyverbs-tests/*.gz
+cp "$src/tests/pyverbs/run_suite.py" "$initrd/run_suite.py"
+ln -sf python3.11 "$initrd/usr/bin/python3"
 mkdir -p "$initrd/modules"
 for m in "${order[@]}"; do cp "$mods/$m" "$initrd/modules/"; done
 printf '%s\n' "${order[@]##*/}" >"$initrd/modules/order"
@@ -147,6 +160,14 @@ echo "===CONFORMANCE BEGIN==="
 cat /tmp/out
 echo "===CONFORMANCE END==="
 echo "stderr:"; cat /tmp/err
+timeout $guest_pyverbs_s /usr/bin/python3 /run_suite.py /pyverbs-tests --dev rxe0 --gid "\${g:-1}" \
+	>/tmp/pyverbs 2>/tmp/pyverbs.err
+echo "===PYVERBS BEGIN==="
+cat /tmp/pyverbs
+echo "===PYVERBS END==="
+echo "===PYVERBS STDERR BEGIN==="
+cat /tmp/pyverbs.err
+echo "===PYVERBS STDERR END==="
 poweroff -f
 EOF
 chmod +x "$initrd/init"
@@ -173,4 +194,22 @@ fi
 	sed -n '/^===CONFORMANCE BEGIN===$/,/^===CONFORMANCE END===$/p' "$work/console.txt" |
 		sed '1d;$d'
 } >"$out"
-say "$(grep -vc '^#' "$out") cases recorded in $out in $(($(date +%s) - start)) s of guest time"
+between() { # FROM TO: the console's lines between two marker lines
+	sed -n "/^$1\$/,/^$2\$/p" "$work/console.txt" | sed '1d;$d'
+}
+if grep -q '^===PYVERBS END===' "$work/console.txt"; then
+	{
+		echo "# rxe's outcome of each pyverbs test (python3-pyverbs $(cd "$debs" &&
+			ls python3-pyverbs_*.deb | sed 's/^python3-pyverbs_//; s/_amd64.deb//')),"
+		echo "# recorded by tests/conformance/record-rxe.sh on $kpkg"
+		between '===PYVERBS BEGIN===' '===PYVERBS END===' | sort
+	} >"$pyverbs_out"
+	between '===PYVERBS STDERR BEGIN===' '===PYVERBS STDERR END===' >"$work/pyverbs.err"
+	say "pyverbs on rxe: $(grep -v '^#' "$pyverbs_out" | cut -d' ' -f2 | sort | uniq -c |
+		tr -s ' \n' ' ')"
+	say "why each rxe test failed: $pyverbs_out.log"
+	cp "$work/pyverbs.err" "$pyverbs_out.log"
+else
+	say "the pyverbs suite did not finish in the guest"
+fi
+say "$(grep -vc '^#' "$out") cases recorded in $out; $(($(date +%s) - start)) s in the guest"
