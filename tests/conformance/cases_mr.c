@@ -40,6 +40,31 @@ static void rkey_case(const struct conf_case *c)
 }
 
 #define LW IBV_ACCESS_LOCAL_WRITE
+/*
+ * ibv_rereg_mr changing the access only. c->a: the pd argument is left as garbage, which
+ * ibv_rereg_mr(3) allows (pd is read only with IBV_REREG_MR_CHANGE_PD).
+ */
+static void rereg_case(const struct conf_case *c)
+{
+	struct conf_env e;
+	struct ibv_mr *mr;
+	struct ibv_pd *pd;
+	int ret;
+
+	env_open(&e);
+	mr = mr_reg(e.pd, buf_alloc(BUF_SIZE), BUF_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	pd = c->a ? (struct ibv_pd *)(uintptr_t)1 : NULL;
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, pd, NULL, 0, ACCESS_ALL);
+	out("rereg=%s", ret == 0 ? "ok" : ret == IBV_REREG_MR_ERR_INPUT ? "ERR_INPUT" :
+	    ret == IBV_REREG_MR_ERR_DONT_FORK_NEW ? "ERR_DONT_FORK_NEW" :
+	    ret == IBV_REREG_MR_ERR_DO_FORK_OLD ? "ERR_DO_FORK_OLD" :
+	    ret == IBV_REREG_MR_ERR_CMD ? "ERR_CMD" : ret == IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW ?
+	    "ERR_CMD_AND_DO_FORK_NEW" : "other");
+	if (ret)
+		out("errno=%s", errno_name(errno));
+	out_end();
+}
+
 const struct conf_case conf_cases_mr[] = {
 	{ "mr_access_none", reg_case, 0, MR_PLAIN },
 	{ "mr_local_write", reg_case, LW, MR_PLAIN },
@@ -60,5 +85,7 @@ const struct conf_case conf_cases_mr[] = {
 	{ "mr_iova_offset_same", reg_case, LW, MR_IOVA_SAME },
 	{ "mr_rkey_of_local_only_region", rkey_case, LW, 0 },
 	{ "mr_rkey_of_remote_read_region", rkey_case, LW | IBV_ACCESS_REMOTE_READ, 0 },
+	{ "mr_rereg_change_access", rereg_case, 0, 0 },
+	{ "mr_rereg_change_access_pd_unset", rereg_case, 1, 0 },
 	{ NULL, NULL, 0, 0 },
 };

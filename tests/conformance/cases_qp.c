@@ -19,6 +19,51 @@ struct qp_move {
 	int extra, missing;
 };
 
+#define X_SQ_PSN IBV_QP_SQ_PSN
+/* RTR -> RTS's required attributes, which RTS -> RTS may not carry */
+#define RTS_ONLY (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |	\
+		  IBV_QP_MAX_QP_RD_ATOMIC)
+static const struct qp_move moves[] = {
+	/* 0 */ { IBV_QPS_RESET, T_INIT, 0, 0 },
+	{ IBV_QPS_RESET, T_RTR, 0, 0 },
+	{ IBV_QPS_RESET, T_RTS, 0, 0 },
+	{ IBV_QPS_RESET, T_ERR, 0, 0 },
+	{ IBV_QPS_RESET, T_RESET, 0, 0 },
+	/* 5 */ { IBV_QPS_INIT, T_INIT, 0, 0 },
+	{ IBV_QPS_INIT, T_RTS, 0, 0 },
+	{ IBV_QPS_INIT, T_RTR, 0, 0 },
+	{ IBV_QPS_RTR, T_RTR, 0, 0 },
+	{ IBV_QPS_RTR, T_RTS, 0, 0 },
+	/* 10 */ { IBV_QPS_RTS, T_RTS, 0, 0 },
+	{ IBV_QPS_RTS, T_SQD, 0, 0 },
+	{ IBV_QPS_RTS, T_RESET, 0, 0 },
+	{ IBV_QPS_RTS, T_ERR, 0, 0 },
+	{ IBV_QPS_RTS, T_INIT, 0, 0 },
+	/* 15 */ { IBV_QPS_ERR, T_RTS, 0, 0 },
+	{ IBV_QPS_ERR, T_RESET, 0, 0 },
+	{ IBV_QPS_ERR, T_INIT, 0, 0 },
+	{ IBV_QPS_RESET, T_INIT, 0, IBV_QP_ACCESS_FLAGS },
+	{ IBV_QPS_RESET, T_INIT, 0, IBV_QP_PORT },
+	/* 20 */ { IBV_QPS_RESET, T_INIT, 0, IBV_QP_PKEY_INDEX },
+	{ IBV_QPS_RESET, T_INIT, X_SQ_PSN, 0 },
+	{ IBV_QPS_INIT, T_RTR, 0, IBV_QP_AV },
+	{ IBV_QPS_INIT, T_RTR, 0, IBV_QP_DEST_QPN },
+	{ IBV_QPS_INIT, T_RTR, 0, IBV_QP_MIN_RNR_TIMER },
+	/* 25 */ { IBV_QPS_INIT, T_RTR, 0, IBV_QP_PATH_MTU },
+	{ IBV_QPS_INIT, T_RTR, X_SQ_PSN, 0 },
+	{ IBV_QPS_RTR, T_RTS, 0, IBV_QP_SQ_PSN },
+	{ IBV_QPS_RTR, T_RTS, 0, IBV_QP_TIMEOUT },
+	{ IBV_QPS_RTR, T_RTS, 0, IBV_QP_MAX_QP_RD_ATOMIC },
+	/* 30 */ { IBV_QPS_RTR, T_RTS, IBV_QP_DEST_QPN, 0 },
+	{ IBV_QPS_RESET, T_BAD_PORT, 0, 0 },
+	{ IBV_QPS_INIT, T_BAD_MTU, 0, 0 },
+	{ IBV_QPS_RTS, T_ATTR_ONLY, 0, 0 },
+	{ IBV_QPS_RTR, T_BAD_RETRY, 0, 0 },
+	/* 35 */ { IBV_QPS_RTS, T_RTS, 0, RTS_ONLY },
+	{ IBV_QPS_RTS, T_ATTR_ONLY_OK, 0, 0 },
+	{ IBV_QPS_RTS, T_RTS, IBV_QP_MIN_RNR_TIMER, RTS_ONLY },
+};
+
 /* RESET -> ... -> from, with the required masks; the peer (b) is made RTR first. */
 static void walk(struct conf_env *e, const struct qp_params *p, enum ibv_qp_state from)
 {
@@ -41,8 +86,6 @@ static void walk(struct conf_env *e, const struct qp_params *p, enum ibv_qp_stat
 	if (from >= IBV_QPS_RTS && (err = qp_to_rts(e->a.qp, p, 0, 0)))
 		setup_failed("walk_rts", err);
 }
-
-static const struct qp_move moves[];
 
 static void modify_case(const struct conf_case *c)
 {
@@ -107,51 +150,6 @@ static void modify_case(const struct conf_case *c)
 	out_state("state", e.a.qp);
 	out_end();
 }
-
-#define X_SQ_PSN IBV_QP_SQ_PSN
-/* RTR -> RTS's required attributes, which RTS -> RTS may not carry */
-#define RTS_ONLY (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |	\
-		  IBV_QP_MAX_QP_RD_ATOMIC)
-static const struct qp_move moves[] = {
-	/* 0 */ { IBV_QPS_RESET, T_INIT, 0, 0 },
-	{ IBV_QPS_RESET, T_RTR, 0, 0 },
-	{ IBV_QPS_RESET, T_RTS, 0, 0 },
-	{ IBV_QPS_RESET, T_ERR, 0, 0 },
-	{ IBV_QPS_RESET, T_RESET, 0, 0 },
-	/* 5 */ { IBV_QPS_INIT, T_INIT, 0, 0 },
-	{ IBV_QPS_INIT, T_RTS, 0, 0 },
-	{ IBV_QPS_INIT, T_RTR, 0, 0 },
-	{ IBV_QPS_RTR, T_RTR, 0, 0 },
-	{ IBV_QPS_RTR, T_RTS, 0, 0 },
-	/* 10 */ { IBV_QPS_RTS, T_RTS, 0, 0 },
-	{ IBV_QPS_RTS, T_SQD, 0, 0 },
-	{ IBV_QPS_RTS, T_RESET, 0, 0 },
-	{ IBV_QPS_RTS, T_ERR, 0, 0 },
-	{ IBV_QPS_RTS, T_INIT, 0, 0 },
-	/* 15 */ { IBV_QPS_ERR, T_RTS, 0, 0 },
-	{ IBV_QPS_ERR, T_RESET, 0, 0 },
-	{ IBV_QPS_ERR, T_INIT, 0, 0 },
-	{ IBV_QPS_RESET, T_INIT, 0, IBV_QP_ACCESS_FLAGS },
-	{ IBV_QPS_RESET, T_INIT, 0, IBV_QP_PORT },
-	/* 20 */ { IBV_QPS_RESET, T_INIT, 0, IBV_QP_PKEY_INDEX },
-	{ IBV_QPS_RESET, T_INIT, X_SQ_PSN, 0 },
-	{ IBV_QPS_INIT, T_RTR, 0, IBV_QP_AV },
-	{ IBV_QPS_INIT, T_RTR, 0, IBV_QP_DEST_QPN },
-	{ IBV_QPS_INIT, T_RTR, 0, IBV_QP_MIN_RNR_TIMER },
-	/* 25 */ { IBV_QPS_INIT, T_RTR, 0, IBV_QP_PATH_MTU },
-	{ IBV_QPS_INIT, T_RTR, X_SQ_PSN, 0 },
-	{ IBV_QPS_RTR, T_RTS, 0, IBV_QP_SQ_PSN },
-	{ IBV_QPS_RTR, T_RTS, 0, IBV_QP_TIMEOUT },
-	{ IBV_QPS_RTR, T_RTS, 0, IBV_QP_MAX_QP_RD_ATOMIC },
-	/* 30 */ { IBV_QPS_RTR, T_RTS, IBV_QP_DEST_QPN, 0 },
-	{ IBV_QPS_RESET, T_BAD_PORT, 0, 0 },
-	{ IBV_QPS_INIT, T_BAD_MTU, 0, 0 },
-	{ IBV_QPS_RTS, T_ATTR_ONLY, 0, 0 },
-	{ IBV_QPS_RTR, T_BAD_RETRY, 0, 0 },
-	/* 35 */ { IBV_QPS_RTS, T_RTS, 0, RTS_ONLY },
-	{ IBV_QPS_RTS, T_ATTR_ONLY_OK, 0, 0 },
-	{ IBV_QPS_RTS, T_RTS, IBV_QP_MIN_RNR_TIMER, RTS_ONLY },
-};
 
 /* Posting a send or a receive on a QP in a state that does not send (or is ERR). */
 static void post_in_state_case(const struct conf_case *c)

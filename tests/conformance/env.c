@@ -152,7 +152,7 @@ int qp_to_rts(struct ibv_qp *qp, const struct qp_params *p, int extra, int missi
 		.rnr_retry = p->rnr_retry,
 		.sq_psn = 0,
 		.max_rd_atomic = 4,
-		.dest_qp_num = 1,
+		.dest_qp_num = 1,	/* only for the case that adds DEST_QPN where it is not allowed */
 	};
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 

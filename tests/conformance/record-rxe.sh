@@ -10,7 +10,8 @@
 # the libraries those need; Python and python3-pyverbs with its tests), plus the conformance
 # program built from this checkout. The guest binds rxe0 to a dummy interface, runs the
 # program and the pyverbs suite against it and prints their output between markers on the
-# serial console; this script keeps them. Takes a few minutes.
+# serial console; this script keeps them. Takes a few minutes. The packages come from the
+# host's apt sources, which must be Debian bookworm's.
 # Needs root for apt-get (it installs qemu-system-x86 and the build's packages if missing).
 set -euo pipefail
 
