@@ -32,7 +32,8 @@ struct conf_case {
 
 /* Each cases_*.c file's table, ended by an entry with a NULL name. */
 extern const struct conf_case conf_cases_mr[], conf_cases_access[], conf_cases_local[],
-	conf_cases_rc[], conf_cases_qp[], conf_cases_ud[], conf_cases_mw[];
+	conf_cases_rc[], conf_cases_qp[], conf_cases_ud[], conf_cases_mw[],
+	conf_cases_uc_srq[];
 
 #define ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 		    IBV_ACCESS_REMOTE_ATOMIC)
@@ -72,6 +73,7 @@ struct qp_params {
 	int cqe;
 	uint32_t max_send_wr, max_recv_wr;
 	struct ibv_pd *pd;	/* NULL: env->pd */
+	struct ibv_srq *srq;	/* the QP's receives come from it */
 };
 
 /* Opens conf_opts.dev with two PDs and reads the chosen GID; setup_failed() otherwise. */

@@ -94,6 +94,7 @@ void end_create(struct conf_env *e, const struct qp_params *p, struct conf_end *
 		setup_failed("create_cq", errno);
 	init.send_cq = end->scq;
 	init.recv_cq = end->rcq;
+	init.srq = p->srq;
 	end->qp = ibv_create_qp(p->pd ? p->pd : e->pd, &init);
 	if (!end->qp)
 		setup_failed("create_qp", errno);
@@ -137,9 +138,10 @@ int qp_to_rtr(struct conf_env *e, struct ibv_qp *qp, const struct qp_params *p,
 	};
 	int mask = IBV_QP_STATE;
 
+	if (p->type != IBV_QPT_UD)
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 	if (p->type == IBV_QPT_RC)
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	return ibv_modify_qp(qp, &attr, (mask | extra) & ~missing);
 }
 
