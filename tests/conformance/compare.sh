@@ -40,6 +40,8 @@ function answer(line) { sub(/^[^:]*: ?/, "", line); return line }
 function name(line) { sub(/:.*/, "", line); return line }
 function trim(s) { gsub(/^[ \t]+|[ \t]+$/, "", s); return s }
 function cell(s) { gsub(/\|/, "\\|", s); return "`" s "`" }
+# The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to dashes.
+function anchor(s) { s = tolower(s); gsub(/[^a-z0-9 _-]/, "", s); gsub(/ /, "-", s); return s }
 BEGIN {
 	while ((getline s < sections) > 0)
 		heading[s] = 1
@@ -124,7 +126,7 @@ END {
 			c = order[i]
 			v = verdict[c]
 			if (v == "differs-documented")
-				v = v ": " docsec[c] ". " doc[c]
+				v = v ": [" docsec[c] "](semantics.md#" anchor(docsec[c]) "). " doc[c]
 			printf "| %s | %s | %s | %s |\n", c, cell(rxe[c]),
 				soft[c] == rxe[c] ? "same" : cell(soft[c]), v > table
 		}
