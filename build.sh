@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
 packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
-	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd valgrind)
+	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd valgrind
+	python3-pyverbs)
 
 install_missing() {
 	local missing=() p
