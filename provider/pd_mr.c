@@ -67,8 +67,10 @@ int sr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr, 
 	struct sr_mr *mr = (struct sr_mr *)vmr;
 	int ret;
 
+	/* pd means something only with CHANGE_PD (ibv_rereg_mr(3)): it may be anything else. */
 	ret = mr_reregister(mem_of(vmr->ibv_mr.context), mr->region, flags,
-			    pd ? pd->handle : 0, addr, length, (uintptr_t)addr, access);
+			    (flags & IBV_REREG_MR_CHANGE_PD) && pd ? pd->handle : 0, addr, length,
+			    (uintptr_t)addr, access);
 	if (ret)
 		return ret;
 	/* libibverbs updates ibv_mr's pd, addr and length itself. */
