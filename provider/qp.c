@@ -39,8 +39,11 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 		errno = EINVAL;
 		return NULL;
 	}
-	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
-		errno = EOPNOTSUPP;	/* XRC, RSS, TSO...: not built */
+	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+				IBV_QP_INIT_ATTR_CREATE_FLAGS) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
+		/* XRC, RSS, TSO, creation flags...: not built. No flags at all is fine (rxe). */
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if (attr->srq && attr->srq->context != context) {
