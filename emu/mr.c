@@ -280,6 +280,8 @@ int mr_register(struct mem_table *t, uint32_t pd_handle, void *addr,
 	err = mr_check_access_flags(access);
 	if (err)
 		return err;
+	if (!length)
+		return EINVAL;	/* ib_umem_get() refuses an empty range, as rxe and mlx5 do */
 	err = mem_check_translation(t, addr, length, iova);
 	if (err)
 		return err;

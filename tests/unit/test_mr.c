@@ -171,8 +171,6 @@ static void test_register_rejects_bad_translation(void **state)
 	assert_int_equal(mr_register(t, PD, buf, UINT64_MAX, (uintptr_t)buf, LW, &mr), EINVAL);
 	assert_int_equal(mr_register(t, PD, buf, 2 * pg, UINT64_MAX - pg + 1, LW, &mr), EINVAL);
 	assert_int_equal(mr_register(t, PD, NULL, 64, 0, LW, &mr), EFAULT);
-	assert_int_equal(mr_register(t, PD, NULL, 0, 0, LW, &mr), 0);
-	assert_int_equal(mr_deregister(t, mr), 0);
 }
 
 static void test_keys_unique_and_unpredictable(void **state)
@@ -471,19 +469,15 @@ static void test_zero_length_needs_no_key(void **state)
 	assert_null(host);
 }
 
-static void test_zero_length_region(void **state)
+/* An empty range has nothing to register: ib_umem_get() refuses it, on rxe and mlx5 alike. */
+static void test_zero_length_region_is_einval(void **state)
 {
 	struct mem_table *t = *state;
-	double start = now_sec();
-	struct mem_region *mr = reg(t, buf, 0, (uintptr_t)buf, ALL_RIGHTS);
+	struct mem_region *mr;
 
-	assert_true(now_sec() - start < 0.1);
-	assert_int_equal(mr->length, 0);
-	assert_int_equal(remote(t, mr->rkey, RW, (uintptr_t)buf, 1, NULL),
-			 MEM_ACCESS_OUT_OF_BOUNDS);
-	assert_int_equal(remote(t, mr->rkey, RA, (uintptr_t)buf, 8, NULL),
-			 MEM_ACCESS_OUT_OF_BOUNDS);
-	assert_int_equal(mr_deregister(t, mr), 0);
+	assert_int_equal(mr_register(t, PD, buf, 0, (uintptr_t)buf, ALL_RIGHTS, &mr), EINVAL);
+	assert_null(mr);
+	assert_int_equal(mr_register(t, PD, NULL, 0, 0, LW, &mr), EINVAL);
 }
 
 static void test_huge_region_is_never_touched(void **state)
@@ -1106,7 +1100,7 @@ int main(void)
 		T(test_refuses_misaligned_atomic),
 		T(test_refuses_wrong_length_atomic),
 		T(test_zero_length_needs_no_key),
-		T(test_zero_length_region),
+		T(test_zero_length_region_is_einval),
 		T(test_huge_region_is_never_touched),
 		T(test_dereg_kills_key_while_holder_completes),
 		T(test_dereg_twice_is_einval),
