@@ -6,7 +6,9 @@
  *    /dev/null: libibverbs only stats it, opens it and fails an ioctl on it;
  *  - NETLINK_RDMA sockets are refused, so libibverbs reads our tree at $SYSFS_PATH;
  *  - ibv_create_comp_channel/ibv_destroy_comp_channel, which talk to the kernel directly,
- *    get pipe-backed channels for softrdma contexts.
+ *    get pipe-backed channels for softrdma contexts;
+ *  - ibv_import_device of a softrdma command fd (our stand-in node) is EOPNOTSUPP, as on a
+ *    device whose driver cannot share a context: there is no kernel object to import.
  * Every other call passes straight through after one length compare; this library never
  * links libibverbs, so programs that do not use RDMA do not load it.
  */
@@ -15,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -223,4 +226,33 @@ EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	ch->magic = 0;
 	free(ch);
 	return 0;
+}
+
+/* An fd of the stand-in node, which is what a softrdma context's cmd_fd is. */
+static bool is_stand_in_fd(int fd)
+{
+	struct stat of_fd, of_node;
+
+	return getenv("SOFTRDMA_DEV_NODE") && !fstat(fd, &of_fd) && S_ISCHR(of_fd.st_mode) &&
+	       !stat(stand_in_node, &of_node) && of_fd.st_rdev == of_node.st_rdev;
+}
+
+EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	static struct ibv_context *(*next_import)(int);
+
+	if (is_stand_in_fd(cmd_fd)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!next_import) {
+		next_import = dlvsym(RTLD_NEXT, "ibv_import_device", "IBVERBS_1.10");
+		if (!next_import)
+			next_import = dlsym(RTLD_NEXT, "ibv_import_device");
+	}
+	if (!next_import) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return next_import(cmd_fd);
 }
