@@ -433,8 +433,7 @@ static int handle_hello(struct conn *c)
 	if (qp->resp_conn)
 		conn_close(qp->resp_conn);	/* the requester reconnected */
 	qp->resp_conn = c;
-	c->peer_pid = peer_mem_accept(&h);
-	if (c->peer_pid)
+	if (peer_mem_accept(&h, &c->peer_mem))
 		tell_peer_memory(c);
 	/* Until the QP is RTR it cannot check the peer nor take requests: leave them queued. */
 	c->paused = true;
@@ -466,7 +465,7 @@ static int begin_softrdma_frame(struct conn *c, unsigned int hdr_len, uint32_t f
 	}
 	if (!c->pkt.by_ref)
 		return EINPROGRESS;
-	if (c->initiator || !c->peer_pid || !(flags & OPF_PAYLOAD) ||
+	if (c->initiator || !c->peer_mem.pid || !(flags & OPF_PAYLOAD) ||
 	    desc_len > EMU_MAX_SGE * PEER_MEM_DESC_LEN)
 		return EPROTO;
 	if (staged(c) < 4 + frame_len)
@@ -540,9 +539,14 @@ static void end_frame(struct conn *c)
 static int take_payload(struct conn *c)
 {
 	if (c->pkt.by_ref) {
-		sink_pull(&c->sink, c->peer_pid, c->pull, c->npull);
-		if (c->sink.kind != SINK_DISCARD && c->sink.failure == MEM_ACCESS_OK)
-			counter_add(EMU_CNT_SAME_HOST_PAYLOADS, 1);
+		sink_pull(&c->sink, c->peer_mem.pid, c->pull, c->npull);
+		if (c->sink.kind != SINK_DISCARD && c->sink.failure == MEM_ACCESS_OK) {
+			/* The peer may have died and its pid gone to another process. */
+			if (peer_mem_still_there(&c->peer_mem))
+				counter_add(EMU_CNT_SAME_HOST_PAYLOADS, 1);
+			else
+				c->sink.failure = MEM_ACCESS_PEER_FAULT;
+		}
 		c->payload_left = 0;
 		return 0;
 	}

@@ -84,6 +84,13 @@ struct tx_batch {
 	uint8_t desc[TX_BATCH_FRAMES][EMU_MAX_SGE * PEER_MEM_DESC_LEN];	/* by reference */
 };
 
+/* A requester whose memory a responder reads (the same-host path, peer_mem.c). */
+struct peer_mem {
+	pid_t pid;
+	uint64_t cookie_addr;
+	uint8_t cookie[16];
+};
+
 struct conn {
 	struct emu_engine *engine;
 	struct io_watch watch;
@@ -112,7 +119,7 @@ struct conn {
 	struct engine_call out_call;	/* asks the engine to watch for POLLOUT */
 	/* The same-host path (peer_mem.c): a responder's stream knows the requester's pid
 	 * once verified; a requester's knows that the responder can read its memory. */
-	pid_t peer_pid;
+	struct peer_mem peer_mem;	/* pid 0: not verified */
 	bool peer_reads;
 	struct iovec pull[EMU_MAX_SGE];	/* a by-reference request's payload, over there */
 	int npull;
@@ -265,8 +272,10 @@ void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp);
 /* peer_mem.c: the same-host path */
 #define PEER_MEM_MIN		16384	/* smaller payloads are as cheap to send over TCP */
 void peer_mem_offer(struct wire_hello *h);
-/* The requester's pid if its memory can be read (the cookie checks out), else 0. */
-pid_t peer_mem_accept(const struct wire_hello *h);
+/* Whether the requester's memory can be read (its cookie checks out); fills pm. */
+bool peer_mem_accept(const struct wire_hello *h, struct peer_mem *pm);
+/* After a read: the process is still the peer (its pid was not reused meanwhile). */
+bool peer_mem_still_there(const struct peer_mem *pm);
 /* Writes the descriptor of iov into desc (PEER_MEM_DESC_LEN each); returns its length. */
 unsigned int peer_mem_describe(uint8_t *desc, const struct iovec *iov, int niov);
 /* 0, or EPROTO for a descriptor a sane peer would not send. */

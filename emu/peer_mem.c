@@ -50,20 +50,34 @@ void peer_mem_offer(struct wire_hello *h)
 	memcpy(h->cookie, cookie, sizeof(cookie));
 }
 
-pid_t peer_mem_accept(const struct wire_hello *h)
+/* The cookie is still where the peer said, in process pm->pid: pm->pid is still the peer. */
+static bool cookie_matches(const struct peer_mem *pm)
 {
-	pid_t pid = (pid_t)ntohl(h->pid);
-	uint8_t seen[sizeof(h->cookie)];
+	uint8_t seen[sizeof(pm->cookie)];
 	struct iovec local = { .iov_base = seen, .iov_len = sizeof(seen) };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)be64toh(h->cookie_addr),
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)pm->cookie_addr,
 				.iov_len = sizeof(seen) };
 
-	if (pid <= 0 || !path_enabled())
-		return 0;
-	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(seen) ||
-	    memcmp(seen, h->cookie, sizeof(seen)))
-		return 0;
-	return pid;
+	return process_vm_readv(pm->pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(seen) &&
+	       !memcmp(seen, pm->cookie, sizeof(seen));
+}
+
+bool peer_mem_accept(const struct wire_hello *h, struct peer_mem *pm)
+{
+	memset(pm, 0, sizeof(*pm));
+	pm->pid = (pid_t)ntohl(h->pid);
+	pm->cookie_addr = be64toh(h->cookie_addr);
+	memcpy(pm->cookie, h->cookie, sizeof(pm->cookie));
+	if (pm->pid <= 0 || !path_enabled() || !cookie_matches(pm)) {
+		pm->pid = 0;
+		return false;
+	}
+	return true;
+}
+
+bool peer_mem_still_there(const struct peer_mem *pm)
+{
+	return cookie_matches(pm);
 }
 
 unsigned int peer_mem_describe(uint8_t *desc, const struct iovec *iov, int niov)
