@@ -105,7 +105,7 @@ pair() {
 	ok=1 err=""
 	if [ \$rc -ne 0 ] || [ -z "\$vals" ]; then
 		ok=0 vals="- - - -"
-		err="exit \$rc: \$(grep -h -iE 'fail|error|couldn|unable|timed out' \$log.client \$log.server | head -3 | tr '\t\n' '  ')"
+		err="exit \$rc\$([ \$rc -eq 0 ] && echo ', no figure or 0 in its output'): \$(grep -h -iE 'fail|error|couldn|unable|timed out' \$log.client \$log.server | head -3 | tr '\t\n' '  ')"
 	fi
 	printf 'RAW\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \$test \$size \$round \$ok \$vals \
 		\$secs "\$err" "\$* -F -d \$dev -x \$x"
