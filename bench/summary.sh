@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # raw is the caller's
 # Sourced by the benchmark scripts (bench/run.sh, bench/guest.sh): the figures of their
 # summaries, from $raw, one run a line, tab-separated:
 #   TEST SIZE ROUND OK(1/0) V1 V2 V3 V4 SECONDS ERROR COMMAND

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the scripts that run programs beside rxe in an emulated guest
 # (tests/conformance/record-rxe.sh, bench/guest.sh): Debian bookworm's own kernel booted under
 # QEMU (TCG: no KVM needed) with an initramfs made only of Debian packages fetched with
@@ -10,6 +11,7 @@
 # guest_vmlinux, guest_initrd, (adds its files under $initrd), guest_pack, guest_boot.
 # The packages come from the host's apt sources, which must be Debian bookworm's.
 
+: "${guest_tag:?}" "${work:?}"
 say() { echo "$guest_tag: $*" >&2; }
 
 need_packages() { # PACKAGE...: installs the missing ones (root), or says how and exits
@@ -67,6 +69,7 @@ guest_fetch_libs() {
 				{ say "no installed package owns $l"; exit 1; }
 			pkgs+=("$p")
 		done
+		# shellcheck disable=SC2046 # one word a package
 		guest_fetch $(printf '%s\n' "${pkgs[@]}" | sort -u)
 	done
 	[ -z "$(guest_unresolved "$@")" ] ||
@@ -108,7 +111,7 @@ guest_initrd() {
 	initrd=$work/initrd
 	mkdir -p "$initrd/lib/modules" "$initrd"/{proc,sys,dev,tmp}
 	cp -a "$root"/. "$initrd"/
-	rm -rf "$initrd/boot" "$initrd/usr/share" "$initrd/lib/modules"
+	rm -rf "${initrd:?}/boot" "${initrd:?}/usr/share" "${initrd:?}/lib/modules"
 	mkdir -p "$initrd/modules"
 	for m in "${order[@]}"; do cp "$mods/$m" "$initrd/modules/"; done
 	printf '%s\n' "${order[@]##*/}" >"$initrd/modules/order"
