@@ -144,7 +144,7 @@ record() { # TEST SIZE ROUND OK V1 V2 V3 V4 SECONDS ERROR COMMAND
 # tests record MB/s (10^6 B/s; perftest prints MiB/s) and Mmsg/s; latency tests record
 # t_avg, t_typical, t_min and the 99th percentile in µs.
 perftest() {
-	local name=$1 size=$2 round=$3 spid rc=0 t0 t1 log_s log_c vals err cmd secs
+	local name=$1 size=$2 round=$3 spid rc=0 t0 t1 log_s log_c kind vals err cmd secs
 	shift 3
 	next_port
 	cmd="$* -d softrdma0 -x 0 -p $port [localhost]"
@@ -167,11 +167,10 @@ perftest() {
 	if [ "$rc" -ne 0 ]; then stop "$spid" 0; else stop "$spid" 5; fi
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 	case $name in
-	*_lat) vals=$(awk -v s="$size" '/#bytes/ { h = 1; next }
-		h && $1 == s && NF >= 8 { print $6, $5, $3, $8; exit }' "$log_c") ;;
-	*) vals=$(awk -v s="$size" '/#bytes/ { h = 1; next }
-		h && $1 == s && NF >= 5 { printf "%.3f %.6f - -\n", $4 * 1.048576, $5; exit }' "$log_c") ;;
+	*_lat) kind=lat ;;
+	*) kind=bw ;;
 	esac
+	vals=$(awk -v kind="$kind" -v size="$size" -f bench/perftest.awk "$log_c")
 	if [ "$rc" -eq 0 ] && [ -n "$vals" ]; then
 		# shellcheck disable=SC2086
 		record "$name" "$size" "$round" 1 $vals "$secs" "" "$cmd"
@@ -297,30 +296,8 @@ runtime=$(elapsed)
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- summary -----------------------------------------------------------------------------
-# med TEST SIZE [COL]: median of column COL (5 = the first value) over the rounds that worked.
-med() {
-	awk -F'\t' -v t="$1" -v s="$2" -v c="${3:-5}" '$1 == t && $2 == s && $4 == 1 { print $c }' "$raw" |
-		sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
-}
-# rng TEST SIZE [COL]: "min-max" of the same runs.
-rng() {
-	awk -F'\t' -v t="$1" -v s="$2" -v c="${3:-5}" '$1 == t && $2 == s && $4 == 1 { print $c }' "$raw" |
-		sort -g | awk 'function f(v) { return sprintf(v >= 100 ? "%.0f" : v >= 1 ? "%.1f" : "%.3f", v) }
-			{ a[NR] = $1 } END { if (NR > 1) printf "%s-%s", f(a[1]), f(a[NR]) }'
-}
-oks() { awk -F'\t' -v t="$1" -v s="$2" '$1 == t && $2 == s { n++; ok += $4 } END { printf "%d/%d", ok, n }' "$raw"; }
-fmt() { # VALUE UNIT [RANGE]
-	if [ -n "$1" ]; then
-		awk -v v="$1" -v u="$2" -v r="${3:-}" 'BEGIN {
-			printf (v >= 100 ? "%.0f %s" : v >= 1 ? "%.1f %s" : "%.3f %s"), v, u
-			if (r != "") printf " (%s)", r }'
-	else
-		echo "FAIL"
-	fi
-}
-ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf (a / b >= 0.1 ? "%.2f" : "%.3f"), a / b }' || echo -; }
-human() { case $1 in 4096) echo "4 KiB" ;; 65536) echo "64 KiB" ;; 1048576) echo "1 MiB" ;; *) echo "$1 B" ;; esac; }
-jnum() { [ -n "$1" ] && [ "$1" != - ] && echo "$1" || echo null; }
+# shellcheck source=bench/summary.sh
+. bench/summary.sh
 nan() { [ -n "$1" ] && echo "$1" || echo NaN; }
 tcp_lat_for() { # TEST SIZE: the TCP figure a latency test compares with
 	local b
@@ -477,9 +454,7 @@ json="$results/latest.json"
 		sep=","
 	done
 	printf '\n  ],\n  "mr": %s,\n  "runs": [' "$mr_json"
-	awk -F'\t' 'function n(v) { return v == "-" ? "null" : v } BEGIN { sep = "" } {
-		printf "%s\n    {\"test\": \"%s\", \"size\": %s, \"round\": %s, \"ok\": %s, \"values\": [%s, %s, %s, %s], \"client_s\": %s, \"error\": \"%s\", \"command\": \"%s\"}",
-		       sep, $1, $2, $3, $4 ? "true" : "false", n($5), n($6), n($7), n($8), $9, $10, $11; sep = "," }' "$raw"
+	runs_json
 	printf '\n  ]\n}\n'
 } >"$json"
 
