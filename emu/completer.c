@@ -169,6 +169,11 @@ void completer_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	(void)c;
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)
 		return;
+	/* An answer to a resent request comes twice, and one past a lost answer is out of
+	 * sequence: both are dropped, and the ACK timer resends what is still unanswered. */
+	wqe = oldest_waiting(qp);
+	if (pkt->opcode != OP_RC_ACK && wqe && pkt->psn != wqe->psn)
+		return;
 	switch (pkt->opcode) {
 	case OP_RC_ACK:
 		handle_aeth(qp, pkt);
@@ -225,7 +230,16 @@ static void retry_or_fail(struct emu_qp *qp)
 		requester_progress(qp);
 		return;
 	}
-	/* The stream is up but the peer does not answer (e.g. its QP is not ready yet). */
+	/*
+	 * The stream is up but the peer does not answer: its QP is not ready yet, or a frame
+	 * was lost (SOFTRDMA_FAULTS). Resend from the oldest unanswered WQE, as IBA's
+	 * requester does, unless the stream still holds unsent bytes (slow, not lossy). Only
+	 * this thread and holders of qp->lock touch txq, so it is read safely here.
+	 */
+	if (wqe && !qp->req_conn->txq) {
+		requester_rewind(qp, wqe->psn);
+		requester_progress(qp);
+	}
 	if (qp->attr.timeout)
 		qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 }

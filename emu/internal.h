@@ -168,11 +168,13 @@ struct emu_qp {
 	struct recv_wqe cur_recv;	/* the receive WQE the current SEND fills */
 	struct ibv_sge cur_recv_sge[EMU_MAX_SGE];	/* cur_recv's own copy of its SGEs */
 	bool have_cur_recv;
+	/* The last atomics executed, oldest overwritten first: any the requester may still
+	 * resend (at most max_dest_rd_atomic outstanding) is answered from here, not redone. */
 	struct {
 		uint32_t psn;
 		uint64_t orig;
-		bool valid;
-	} last_atomic;			/* a repeated atomic is answered, not redone */
+	} atomic_done[EMU_MAX_QP_RD_ATOM];
+	uint32_t atomics_done;		/* since RESET; the next goes to % EMU_MAX_QP_RD_ATOM */
 
 	bool connect_pending;
 	struct engine_call connect_call;
@@ -183,6 +185,7 @@ struct emu_qp {
 	struct sockaddr_in6 peer_addr;	/* from the AV's dgid; port from dest_qp_num */
 	struct sockaddr_in6 local_addr;	/* from the AV's sgid_index */
 	bool destroyed;
+	struct fault_qp *faults;	/* SOFTRDMA_FAULTS (emu/fault.h); NULL: none */
 };
 
 struct emu_listener {
@@ -327,6 +330,8 @@ static inline bool qp_is_connected(const struct emu_qp *qp)
 {
 	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC;
 }
+
+#include "emu/fault.h"
 
 static inline bool psn_le(uint32_t a, uint32_t b)
 {
