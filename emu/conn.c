@@ -265,18 +265,19 @@ struct conn *conn_connect(struct emu_qp *qp)
 	return c;
 }
 
-void conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer)
+struct conn *conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer)
 {
 	struct conn *c = conn_new(e, fd, false);
 
 	if (!c) {
 		close(fd);
-		return;
+		return NULL;
 	}
 	c->peer = *peer;
 	c->state = CONN_HELLO;
 	c->watch.events = IO_IN;
 	engine_watch(e, &c->watch);
+	return c;
 }
 
 /* The stream is gone: tell its QP (a requester retries, then fails) and drop it. */

@@ -238,7 +238,8 @@ void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp);
 
 /* conn.c */
 struct conn *conn_connect(struct emu_qp *qp);	/* engine thread */
-void conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
+/* The stream, or NULL (fd closed); the fuzz harnesses read it at once (tests/fuzz). */
+struct conn *conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
 /* Sends one frame: header bytes then payload iovecs; queues what the socket won't take. */
 int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
 		    const struct iovec *payload, int niov);
