@@ -150,7 +150,8 @@ struct emu_qp {
 	uint32_t next_psn;
 	uint32_t rd_atomic_out;		/* READ/atomic requests awaiting responses */
 	uint32_t retries_left, rnr_retries_left;
-	uint64_t timer_ns;		/* CLOCK_MONOTONIC deadline, 0: none */
+	/* CLOCK_MONOTONIC deadline, 0: none. Atomic: the engine glances at it without the lock. */
+	_Atomic uint64_t timer_ns;
 	enum { TIMER_NONE, TIMER_ACK, TIMER_RNR, TIMER_CONNECT } timer_kind;
 
 	/* receive queue: its own, or the SRQ it was created with */
