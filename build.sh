@@ -2,12 +2,14 @@
 # The two commands of the README:
 #   ./build.sh demo   install what is missing, build, run the demo on the soft device
 #   ./build.sh test   install what is missing, build, run the whole test suite
-#                     (a normal build, then an ASan/UBSan build)
+#                     (a normal build, an ASan/UBSan build, the TSan tests, the fuzzers
+#                     for a bounded time: docs/fuzzing.md)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
 packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
-	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd valgrind)
+	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd valgrind
+	clang-14 libclang-rt-14-dev)	# the last two: libFuzzer (tests/fuzz)
 
 install_missing() {
 	local missing=() p
@@ -50,6 +52,13 @@ test)
 	(cd build && ctest --output-on-failure -j 2)
 	build build-sanitize -DSOFTRDMA_SANITIZE=ON
 	(cd build-sanitize && ctest --output-on-failure -j 2)
+	# ThreadSanitizer: threads sharing QPs and CQs, and the RC tests (label tsan).
+	build build-tsan -DSOFTRDMA_TSAN=ON
+	(cd build-tsan && ctest --output-on-failure -j 2 -L tsan)
+	# libFuzzer, with clang: each harness for SOFTRDMA_FUZZ_SECONDS (45), then every input
+	# that ever crashed one (tests/fuzz/regressions).
+	CC=clang-14 build build-fuzz -DSOFTRDMA_FUZZ=ON
+	(cd build-fuzz && ctest --output-on-failure -L fuzz)
 	;;
 *)
 	echo "usage: ./build.sh demo | test" >&2

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm.h"	/* librdmacm-shim */
 #include "emu/wire.h"
 #include "fuzz_env.h"
 
@@ -45,6 +46,22 @@ static void frame(uint8_t opcode, uint32_t psn, uint64_t va, uint32_t rkey, uint
 		buf[len++] = (uint8_t)(i * 7 + 1);
 }
 
+/* A CM message as connect.c's msg_init() and fill_from_param() write it. */
+static void cm(uint16_t type, uint8_t private_len)
+{
+	struct cm_msg m = {
+		.magic = htonl(CM_WIRE_MAGIC), .version = htons(CM_WIRE_VERSION), .type = type,
+		.qpn = FUZZ_PEER_QPN, .psn = 0x123456, .responder_resources = 1,
+		.initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7,
+		.private_data_len = private_len, .reject_reason = CM_REJ_CONSUMER_DEFINED,
+	};
+
+	for (int i = 0; i < private_len; i++)
+		m.private_data[i] = (uint8_t)i;
+	memcpy(buf + len, &m, sizeof(m));
+	len += sizeof(m);
+}
+
 static void save(const char *dir, const char *name)
 {
 	char path[512];
@@ -60,7 +77,7 @@ static void save(const char *dir, const char *name)
 
 int main(int argc, char **argv)
 {
-	char stream[400], ud[400];
+	char stream[400], ud[400], cmdir[400];
 	uint64_t r1 = FUZZ_IOVA(1) + 512, r2 = FUZZ_IOVA(2) + 2560, r3 = FUZZ_IOVA(3) + 3072;
 
 	if (argc != 2) {
@@ -69,6 +86,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(stream, sizeof(stream), "%s/fuzz_stream", argv[1]);
 	snprintf(ud, sizeof(ud), "%s/fuzz_ud", argv[1]);
+	snprintf(cmdir, sizeof(cmdir), "%s/fuzz_cm", argv[1]);
 
 	hello();
 	save(stream, "hello");
@@ -113,5 +131,24 @@ int main(int argc, char **argv)
 	len = 0;
 	frame(OP_UD_SEND_ONLY_IMM, 0, 0, 0, 0, 2000);	/* longer than a receive: LOC_LEN_ERR */
 	save(ud, "send_imm_long");
+
+	/* CM: the first byte says whether the application accepts (odd) or rejects. */
+	buf[0] = 1;
+	len = 1;
+	cm(CM_MSG_REQ, 16);
+	cm(CM_MSG_RTU, 0);
+	cm(CM_MSG_DREQ, 0);
+	save(cmdir, "accept_rtu_dreq");
+	buf[0] = 0;
+	len = 1;
+	cm(CM_MSG_REQ, CM_REQ_PRIVATE_DATA);
+	save(cmdir, "reject");
+	buf[0] = 1;
+	len = 1;
+	cm(CM_MSG_REP, 0);
+	cm(CM_MSG_REJ, 255);	/* a length beyond the message's private data */
+	cm(CM_MSG_REQ, 0);
+	cm(CM_MSG_REQ, 0);	/* twice */
+	save(cmdir, "out_of_order");
 	return 0;
 }
