@@ -177,6 +177,18 @@ void fuzz_ready_rc(struct fuzz_env *env)
 	post_receives(env, env->rc);
 }
 
+void fuzz_ready_requester(struct fuzz_env *env)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+		.sq_psn = 0, .max_rd_atomic = 16,
+	};
+
+	fuzz_ready_rc(env);
+	modify(env->rc, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
 void fuzz_ready_ud(struct fuzz_env *env)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };

@@ -43,6 +43,8 @@ uint8_t *fuzz_patch(struct fuzz_env *env, const struct emu_qp *qp, const uint8_t
 /* Takes the RC QP (or the UD QP) back to RESET and up to RTR (UD: RTS), posts receives. */
 void fuzz_ready_rc(struct fuzz_env *env);
 void fuzz_ready_ud(struct fuzz_env *env);
+/* The RC QP up to RTS (a requester; its stream to the peer fails: port 1). */
+void fuzz_ready_requester(struct fuzz_env *env);
 /* Drains completions and async events; aborts if a byte outside the regions changed. */
 void fuzz_after(struct fuzz_env *env);
 

@@ -31,6 +31,18 @@ static void hello(void)
 	len = sizeof(h);
 }
 
+static void response(uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t payload)
+{
+	struct wire_packet p = {
+		.opcode = opcode, .qpn = QPN_HOLDER, .psn = psn, .syndrome = syndrome,
+		.payload_len = payload, .orig = 41,
+	};
+
+	len += wire_build(buf + len, &p);
+	for (uint32_t i = 0; i < payload; i++)
+		buf[len++] = (uint8_t)(i * 5 + 3);
+}
+
 static void frame(uint8_t opcode, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t dma_len,
 		  uint32_t payload)
 {
@@ -77,7 +89,7 @@ static void save(const char *dir, const char *name)
 
 int main(int argc, char **argv)
 {
-	char stream[400], ud[400], cmdir[400];
+	char stream[400], ud[400], cmdir[400], comp[400];
 	uint64_t r1 = FUZZ_IOVA(1) + 512, r2 = FUZZ_IOVA(2) + 2560, r3 = FUZZ_IOVA(3) + 3072;
 
 	if (argc != 2) {
@@ -87,6 +99,7 @@ int main(int argc, char **argv)
 	snprintf(stream, sizeof(stream), "%s/fuzz_stream", argv[1]);
 	snprintf(ud, sizeof(ud), "%s/fuzz_ud", argv[1]);
 	snprintf(cmdir, sizeof(cmdir), "%s/fuzz_cm", argv[1]);
+	snprintf(comp, sizeof(comp), "%s/fuzz_completer", argv[1]);
 
 	hello();
 	save(stream, "hello");
@@ -131,6 +144,25 @@ int main(int argc, char **argv)
 	len = 0;
 	frame(OP_UD_SEND_ONLY_IMM, 0, 0, 0, 0, 2000);	/* longer than a receive: LOC_LEN_ERR */
 	save(ud, "send_imm_long");
+
+	/* Responses to fuzz_completer's READ 256, FETCH_ADD, WRITE, SEND, READ 64 (PSN 0-4). */
+	len = 0;
+	response(OP_RC_READ_RESPONSE_ONLY, 0, AETH_ACK_NO_CREDIT, 256);
+	response(OP_RC_ATOMIC_ACK, 1, AETH_ACK_NO_CREDIT, 0);
+	response(OP_RC_ACK, 3, AETH_ACK_NO_CREDIT, 0);
+	response(OP_RC_READ_RESPONSE_ONLY, 4, AETH_ACK_NO_CREDIT, 64);
+	save(comp, "all_answered");
+	len = 0;
+	response(OP_RC_READ_RESPONSE_ONLY, 0, AETH_ACK_NO_CREDIT, 256);
+	response(OP_RC_ATOMIC_ACK, 1, AETH_ACK_NO_CREDIT, 0);
+	response(OP_RC_ACK, 2, AETH_RNR_NAK | 1, 0);
+	response(OP_RC_ACK, 2, AETH_NAK | NAK_REMOTE_ACCESS, 0);
+	save(comp, "rnr_then_nak");
+	len = 0;
+	response(OP_RC_READ_RESPONSE_ONLY, 0, AETH_ACK_NO_CREDIT, 300);	/* longer than asked */
+	response(OP_RC_ATOMIC_ACK, 0, AETH_ACK_NO_CREDIT, 0);	/* wrong PSN */
+	response(OP_RC_READ_RESPONSE_ONLY, 4, AETH_ACK_NO_CREDIT, 64);	/* past a lost one */
+	save(comp, "bad_responses");
 
 	/* CM: the first byte says whether the application accepts (odd) or rejects. */
 	buf[0] = 1;
