@@ -251,6 +251,9 @@ void completer_timer(struct emu_qp *qp)
 	switch (qp->timer_kind) {
 	case TIMER_RNR:
 		requester_progress(qp);
+		/* What went out during the wait armed no ACK timer: a lost answer would hang. */
+		if (!qp->timer_ns && qp->sq_tail != qp->sq_next && qp->attr.timeout)
+			qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 		break;
 	case TIMER_ACK:
 	case TIMER_CONNECT:

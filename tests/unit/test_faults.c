@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "rc_fixture.h"
@@ -291,6 +292,38 @@ static void test_delay_slower(void **state)
 	assert_true(rc_now_ms() - t0 >= 5 * 40);
 }
 
+/*
+ * drop=1/3 on the responder, whose frames are: the RNR NAK, the SEND's ACK, the WRITE's ACK
+ * (lost). The WRITE is posted while the requester waits out the RNR backoff, so it leaves
+ * (with the SEND again) before the wait is over; its lost ACK must still be noticed. It was
+ * not: the RNR timer's expiry armed no ACK timer, and the WRITE waited forever (bench/soak.sh
+ * found it under all:drop=0.1%).
+ */
+static void test_rnr_wait_then_lost_ack(void **state)
+{
+	struct rc_env *env = *state;
+	struct rc_qp_opts o;
+	struct target t;
+	struct ibv_sge sge;
+
+	fast_opts(&o);
+	o.min_rnr_timer = 29;	/* 245.76 ms */
+	rc_pair(env, &o, &o);
+	make_target(env, &t, 8192);
+	sge = sge_of(t.src, t.src_mr, 0, 64);
+	post_send_wr(env->a.qp, 1, &sge);	/* no receive yet: RNR NAK */
+	usleep(50 * 1000);
+	sge = sge_of(t.dst, t.dst_mr, 4096, 4096);
+	rc_post_recv(env->b.qp, 7, &sge, 1);
+	sge = sge_of(t.src, t.src_mr, 0, 4096);
+	assert_int_equal(rc_post_rdma(env->a.qp, 2, IBV_WR_RDMA_WRITE, &sge, 1,
+				      (uintptr_t)t.dst->p, t.dst_mr->rkey), 0);
+	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(env->a.scq, 2, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(env->b.rcq, 7, IBV_WC_SUCCESS, NULL);
+	rc_expect_bytes(t.dst->p, t.src->p, 4096, "the WRITE whose ACK was lost");
+}
+
 /* A variable that does not parse: the device refuses to open rather than run fault-free. */
 static void test_bad_spec_refuses_open(void **state)
 {
@@ -322,6 +355,7 @@ int main(int argc, char **argv)
 		T(remote_op_error),
 		T(kill_after_messages),
 		T(delay_slower),
+		T(rnr_wait_then_lost_ack),
 		{ "bad_spec_refuses_open", cmocka_unit_test(test_bad_spec_refuses_open) },
 	};
 
