@@ -242,7 +242,9 @@ static bool atomic_done_before(const struct emu_qp *qp, uint32_t psn, uint64_t *
 	return false;
 }
 
-static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packet *req)
+/* resent: a duplicate (PSN before epsn), answered from memory if it was executed. */
+static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packet *req,
+		      bool resent)
 {
 	struct wire_packet pkt = {
 		.opcode = OP_RC_ATOMIC_ACK,
@@ -256,7 +258,7 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 	uint64_t *word;
 	void *host;
 
-	if (atomic_done_before(qp, req->psn, &pkt.orig)) {
+	if (resent && atomic_done_before(qp, req->psn, &pkt.orig)) {
 		/* a resent atomic is answered, not redone */
 	} else {
 		r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle, qp->qpn,
@@ -355,7 +357,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		if (pkt->opcode == OP_RC_READ_REQUEST)
 			send_read_response(qp, c, pkt);
 		else if (pkt->opcode == OP_RC_CMP_SWAP || pkt->opcode == OP_RC_FETCH_ADD)
-			do_atomic(qp, c, pkt);
+			do_atomic(qp, c, pkt, true);
 		else
 			send_aeth(qp, c, AETH_ACK | AETH_ACK_NO_CREDIT, pkt->psn);
 		return;
@@ -397,7 +399,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		return;
 	case OP_RC_CMP_SWAP:
 	case OP_RC_FETCH_ADD:
-		do_atomic(qp, c, pkt);
+		do_atomic(qp, c, pkt, false);
 		return;
 	default:
 		complete_receive(qp, pkt, IBV_WC_SUCCESS);
