@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ struct fault_qp {
 	uint64_t frames, requests, rdma_requests, recv_requests;
 	uint64_t messages;
 	bool cut;		/* killed: nothing it sends arrives any more */
+	uint32_t qpn;
+	uint64_t dropped, delayed, refused;	/* what was done to it, told at the end */
 };
 
 static struct fault_rule rules[FAULT_MAX_RULES];
@@ -283,6 +286,7 @@ struct fault_qp *fault_attach(uint32_t qpn)
 		if (!f)
 			return NULL;
 		f->rule = &rules[i];
+		f->qpn = qpn;
 		/* Each QP its own sequence, the same from run to run for one seed. */
 		f->rng = (seed + index + 1) * 0x9e3779b97f4a7c15ull;
 		return f;
@@ -290,8 +294,13 @@ struct fault_qp *fault_attach(uint32_t qpn)
 	return NULL;
 }
 
+/* With SOFTRDMA_VERBOSE, each faulted QP says at its end what was done to it. */
 void fault_detach(struct fault_qp *f)
 {
+	if (f && getenv("SOFTRDMA_VERBOSE"))
+		fprintf(stderr, "softrdma: QP 0x%06x: %" PRIu64 " frames dropped, %" PRIu64
+			" delayed, %" PRIu64 " requests refused%s\n", f->qpn, f->dropped,
+			f->delayed, f->refused, f->cut ? ", link cut" : "");
 	free(f);
 }
 
@@ -345,13 +354,16 @@ bool fault_on_frame(struct emu_qp *qp, const uint8_t *frame)
 
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;
+		f->delayed++;
 	}
 	if (r->has_kill && (wire_opcodes[opcode].flags & OPF_REQUEST) && !f->cut &&
 	    ++f->messages > r->kill_after)
 		cut(qp, f);
-	if (f->cut)
+	if (f->cut || hits(f, &r->drop, ++f->frames)) {
+		f->dropped++;
 		return true;
-	return hits(f, &r->drop, ++f->frames);
+	}
+	return false;
 }
 
 uint8_t fault_on_request(struct emu_qp *qp, uint8_t opcode)
@@ -360,11 +372,14 @@ uint8_t fault_on_request(struct emu_qp *qp, uint8_t opcode)
 	const struct fault_rule *r = f->rule;
 	uint32_t flags = wire_opcodes[opcode].flags;
 
+	uint8_t nak = 0;
+
 	if ((flags & OPF_RECV_WQE) && hits(f, &r->rnr, ++f->recv_requests))
-		return FAULT_NAK_RNR;
-	if ((flags & (HDR_RETH | HDR_ATMETH)) && hits(f, &r->access, ++f->rdma_requests))
-		return NAK_REMOTE_ACCESS;
-	if (hits(f, &r->remote_op, ++f->requests))
-		return NAK_REMOTE_OP;
-	return 0;
+		nak = FAULT_NAK_RNR;
+	else if ((flags & (HDR_RETH | HDR_ATMETH)) && hits(f, &r->access, ++f->rdma_requests))
+		nak = NAK_REMOTE_ACCESS;
+	else if (hits(f, &r->remote_op, ++f->requests))
+		nak = NAK_REMOTE_OP;
+	f->refused += nak != 0;
+	return nak;
 }
