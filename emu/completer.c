@@ -172,6 +172,11 @@ void completer_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	(void)c;
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)
 		return;
+	/* An answer to a resent request comes twice, and one past a lost answer is out of
+	 * sequence: both are dropped, and the ACK timer resends what is still unanswered. */
+	wqe = oldest_waiting(qp);
+	if (pkt->opcode != OP_RC_ACK && wqe && pkt->psn != wqe->psn)
+		return;
 	switch (pkt->opcode) {
 	case OP_RC_ACK:
 		handle_aeth(qp, pkt);
@@ -229,7 +234,13 @@ static void retry_or_fail(struct emu_qp *qp)
 		requester_progress(qp);
 		return;
 	}
-	/* The stream is up but the peer does not answer (e.g. its QP is not ready yet). */
+	/*
+	 * The stream is up but the peer does not answer: its QP is not ready yet, or a frame
+	 * was lost (SOFTRDMA_FAULTS). Resend from the oldest unanswered WQE, as IBA's
+	 * requester does, unless bytes are still on their way (slow, not lossy).
+	 */
+	if (wqe && conn_tx_drained(qp->req_conn))
+		requester_resend(qp, wqe->psn, qp->retries_left + 1 < qp->attr.retry_cnt);
 	if (qp->attr.timeout)
 		qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 }
@@ -241,6 +252,9 @@ void completer_timer(struct emu_qp *qp)
 	switch (qp->timer_kind) {
 	case TIMER_RNR:
 		requester_progress(qp);
+		/* What went out during the wait armed no ACK timer: a lost answer would hang. */
+		if (!qp->timer_ns && qp->sq_tail != qp->sq_next && qp->attr.timeout)
+			qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 		break;
 	case TIMER_ACK:
 	case TIMER_CONNECT:

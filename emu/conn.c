@@ -12,7 +12,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
 
 #include "emu/counters.h"
@@ -226,12 +228,25 @@ int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
 
 	if (niov > EMU_MAX_SGE)
 		return EINVAL;
+	if (fault_drop_frame(c->qp, hdr))
+		return 0;	/* SOFTRDMA_FAULTS: lost on the way, as far as anyone can tell */
 	iov[0].iov_base = (void *)hdr;
 	iov[0].iov_len = hdr_len;
 	for (int i = 0; i < niov; i++)
 		iov[1 + i] = payload[i];
 	pthread_mutex_lock(&c->tx_lock);
 	return send_iov_unlock(c, iov, niov + 1);
+}
+
+bool conn_tx_drained(struct conn *c)
+{
+	int unsent = 0;
+	bool drained;
+
+	pthread_mutex_lock(&c->tx_lock);
+	drained = !c->txq && !ioctl(c->watch.fd, SIOCOUTQNSD, &unsent) && unsent == 0;
+	pthread_mutex_unlock(&c->tx_lock);
+	return drained;
 }
 
 int conn_send_batch_unlock(struct conn *c, const struct tx_batch *b)
@@ -302,18 +317,19 @@ struct conn *conn_connect(struct emu_qp *qp)
 	return c;
 }
 
-void conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer)
+struct conn *conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer)
 {
 	struct conn *c = conn_new(e, fd, false);
 
 	if (!c) {
 		close(fd);
-		return;
+		return NULL;
 	}
 	c->peer = *peer;
 	c->state = CONN_HELLO;
 	c->watch.events = IO_IN;
 	engine_watch(e, &c->watch);
+	return c;
 }
 
 /* The stream is gone: tell its QP (a requester retries, then fails) and drop it. */

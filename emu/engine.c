@@ -292,7 +292,9 @@ static int engine_start(struct emu_engine **out)
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->call_done, NULL);
 	atomic_init(&e->next_timer_ns, UINT64_MAX);
-	ret = mem_table_create(&e->mem, EMU_MAX_MR, EMU_MAX_MW);
+	ret = fault_init();
+	if (!ret)
+		ret = mem_table_create(&e->mem, EMU_MAX_MR, EMU_MAX_MW);
 	if (ret)
 		goto err_free;
 	ret = io_backend_create(&e->io);

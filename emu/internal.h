@@ -184,7 +184,8 @@ struct emu_qp {
 	uint32_t next_psn;
 	uint32_t rd_atomic_out;		/* READ/atomic requests awaiting responses */
 	uint32_t retries_left, rnr_retries_left;
-	uint64_t timer_ns;		/* CLOCK_MONOTONIC deadline, 0: none */
+	/* CLOCK_MONOTONIC deadline, 0: none. Atomic: the engine glances at it without the lock. */
+	_Atomic uint64_t timer_ns;
 	enum { TIMER_NONE, TIMER_ACK, TIMER_RNR, TIMER_CONNECT } timer_kind;
 
 	/* receive queue: its own, or the SRQ it was created with */
@@ -204,11 +205,13 @@ struct emu_qp {
 	struct recv_wqe cur_recv;	/* the receive WQE the current SEND fills */
 	struct ibv_sge cur_recv_sge[EMU_MAX_SGE];	/* cur_recv's own copy of its SGEs */
 	bool have_cur_recv;
+	/* The last atomics executed, oldest overwritten first: any the requester may still
+	 * resend (at most max_dest_rd_atomic outstanding) is answered from here, not redone. */
 	struct {
 		uint32_t psn;
 		uint64_t orig;
-		bool valid;
-	} last_atomic;			/* a repeated atomic is answered, not redone */
+	} atomic_done[EMU_MAX_QP_RD_ATOM];
+	uint32_t atomics_done;		/* since RESET; the next goes to % EMU_MAX_QP_RD_ATOM */
 
 	bool connect_pending;
 	struct engine_call connect_call;
@@ -218,6 +221,7 @@ struct emu_qp {
 	struct sockaddr_in6 peer_addr;	/* from the AV's dgid; port from dest_qp_num */
 	struct sockaddr_in6 local_addr;	/* from the AV's sgid_index */
 	bool destroyed;
+	struct fault_qp *faults;	/* SOFTRDMA_FAULTS (emu/fault.h); NULL: none */
 };
 
 struct emu_listener {
@@ -284,7 +288,8 @@ int peer_mem_parse(const uint8_t *desc, uint64_t len, struct iovec *remote, int 
 
 /* conn.c */
 struct conn *conn_connect(struct emu_qp *qp);	/* engine thread */
-void conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
+/* The stream, or NULL (fd closed); the fuzz harnesses read it at once (tests/fuzz). */
+struct conn *conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
 /* Sends one frame: header bytes then payload iovecs; queues what the socket won't take. */
 int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
 		    const struct iovec *payload, int niov);
@@ -294,6 +299,9 @@ int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
  * needs both), then conn_send_batch_unlock(c, b), which sends and releases tx_lock.
  * Either way the batch's references are put afterwards with tx_batch_release().
  */
+/* Nothing of ours is queued, nor in the socket unsent (SIOCOUTQNSD; bytes the peer has but
+ * has not acknowledged at the TCP level count as arrived): all we sent is with the peer. */
+bool conn_tx_drained(struct conn *c);
 void conn_tx_lock(struct conn *c);
 int conn_send_batch_unlock(struct conn *c, const struct tx_batch *b);
 int conn_send_batch(struct conn *c, const struct tx_batch *b);
@@ -329,6 +337,12 @@ uint64_t qp_retry_interval_ns(const struct emu_qp *qp);
 /* requester.c */
 void requester_progress(struct emu_qp *qp);	/* qp->lock held */
 void requester_rewind(struct emu_qp *qp, uint32_t psn);	/* qp->lock held */
+/*
+ * After an ACK timeout: resends from psn, every WQE the first time, only the oldest when it
+ * timed out again, so that a loss striking the same place of every resent burst (a
+ * periodic one, as SOFTRDMA_FAULTS' drop=1/N) cannot starve it; its ACK lets the rest go.
+ */
+void requester_resend(struct emu_qp *qp, uint32_t psn, bool oldest_only);	/* qp->lock held */
 enum ibv_wc_opcode requester_wc_opcode(enum ibv_wr_opcode op);
 
 /* responder.c: a request frame's header arrived; decides where its payload goes */
@@ -394,6 +408,8 @@ static inline bool qp_is_connected(const struct emu_qp *qp)
 {
 	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC;
 }
+
+#include "emu/fault.h"
 
 static inline bool psn_le(uint32_t a, uint32_t b)
 {

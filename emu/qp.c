@@ -112,6 +112,7 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 		free(qp);
 		return ret;
 	}
+	qp->faults = fault_attach(qp->qpn);
 	qp->srq = init->srq;
 	if (qp->srq)
 		srq_attach(qp->srq);
@@ -144,6 +145,7 @@ int emu_qp_destroy(struct emu_qp *qp)
 	if (qp->srq)
 		srq_detach(qp->srq);
 	free_queues(qp);
+	fault_detach(qp->faults);
 	pthread_mutex_destroy(&qp->lock);
 	free(qp);
 	return 0;
@@ -365,7 +367,7 @@ static void reset_qp(struct emu_qp *qp)
 	qp->have_cur_recv = false;
 	qp->rnr_dropping = false;
 	qp->ack_pending = false;
-	qp->last_atomic.valid = false;
+	qp->atomics_done = 0;
 	qp->timer_ns = 0;
 	qp->msn = 0;
 	memset(&qp->attr, 0, sizeof(qp->attr));

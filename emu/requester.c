@@ -5,6 +5,7 @@
  * engine thread when responses free credits or timers fire.
  */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "emu/internal.h"
@@ -283,6 +284,26 @@ static bool by_reference(const struct emu_qp *qp, const struct send_wqe *wqe,
 	       wqe->length >= PEER_MEM_MIN && !(wqe->wr.send_flags & IBV_SEND_INLINE);
 }
 
+/* Adds the frame built in b->hdr[b->nframes] for pkt: headers, then the payload or its
+ * descriptor (b->desc[b->nframes]); b holds the payload's references until it is sent. */
+static void batch_add(struct tx_batch *b, unsigned int hdr_len, const struct wire_packet *pkt,
+		      const struct iovec *iov, int niov, struct mem_region *const *refs)
+{
+	b->iov[b->niov].iov_base = b->hdr[b->nframes];
+	b->iov[b->niov++].iov_len = hdr_len;
+	if (pkt->by_ref) {
+		b->iov[b->niov].iov_base = b->desc[b->nframes];
+		b->iov[b->niov++].iov_len = pkt->payload_len;
+	} else {
+		for (int i = 0; i < niov; i++)
+			b->iov[b->niov++] = iov[i];
+	}
+	for (int i = 0; i < niov; i++)
+		if (refs[i])
+			b->refs[b->nrefs++] = refs[i];
+	b->nframes++;
+}
+
 /* Sends and empties b on the QP's stream, without leaving qp->lock. */
 static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
 {
@@ -296,7 +317,7 @@ static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
  * the way), and advances the send queue as if they had left: if the stream breaks before
  * they do, its loss resends from the oldest unacknowledged WQE. qp->lock held.
  */
-static void requester_fill(struct emu_qp *qp, struct tx_batch *b)
+static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int budget)
 {
 	if (qp->state != IBV_QPS_RTS || qp->sq_next == qp->sq_head)
 		return;
@@ -317,13 +338,14 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b)
 			return;
 		}
 	}
-	while (qp->sq_next != qp->sq_head) {
+	while (qp->sq_next != qp->sq_head && budget) {
 		struct send_wqe *wqe = &qp->sq[qp->sq_next % qp->cap.max_send_wr];
 		const struct wr_kind *k = wr_kind(wqe->wr.opcode);
 		struct mem_region *refs[EMU_MAX_SGE];
 		struct iovec iov[EMU_MAX_SGE];
 		struct wire_packet pkt;
 		enum ibv_wc_status status;
+		unsigned int hdr_len;
 		uint8_t *hdr;
 		int niov = 0;
 
@@ -346,27 +368,23 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b)
 			flush_batch(qp, b);
 		build_request(qp, wqe, &pkt);
 		hdr = b->hdr[b->nframes];
-		b->iov[b->niov].iov_base = hdr;
 		if (by_reference(qp, wqe, k)) {
 			/* The responder reads the payload from here before it ACKs. */
-			uint8_t *desc = b->desc[b->nframes];
-
 			pkt.by_ref = true;
-			pkt.payload_len = peer_mem_describe(desc, iov, niov);
-			b->iov[b->niov++].iov_len = wire_build(hdr, &pkt);
-			b->iov[b->niov].iov_base = desc;
-			b->iov[b->niov++].iov_len = pkt.payload_len;
-		} else {
-			b->iov[b->niov++].iov_len = wire_build(hdr, &pkt);
-			for (int i = 0; i < niov; i++)
-				b->iov[b->niov++] = iov[i];
+			pkt.payload_len = peer_mem_describe(b->desc[b->nframes], iov, niov);
 		}
-		for (int i = 0; i < niov; i++)
-			if (refs[i])
-				b->refs[b->nrefs++] = refs[i];
-		b->nframes++;
+		hdr_len = wire_build(hdr, &pkt);
+		if (fault_drop_frame(qp, hdr)) {
+			/* SOFTRDMA_FAULTS: lost on the way; the ACK timer resends it. */
+			for (int i = 0; i < niov; i++)
+				if (refs[i])
+					mr_put(refs[i]);
+		} else {
+			batch_add(b, hdr_len, &pkt, iov, niov, refs);
+		}
 		wqe->sent = true;
 		qp->sq_next++;
+		budget--;
 		if (qp->type == IBV_QPT_UC) {
 			/* Unacknowledged: a UC message is done once it has left. */
 			wqe->done = true;
@@ -384,7 +402,16 @@ void requester_progress(struct emu_qp *qp)
 {
 	struct tx_batch b = { 0 };
 
-	requester_fill(qp, &b);
+	requester_fill(qp, &b, UINT_MAX);
+	flush_batch(qp, &b);
+}
+
+void requester_resend(struct emu_qp *qp, uint32_t psn, bool oldest_only)
+{
+	struct tx_batch b = { 0 };
+
+	requester_rewind(qp, psn);
+	requester_fill(qp, &b, oldest_only ? 1 : UINT_MAX);
 	flush_batch(qp, &b);
 }
 
@@ -398,7 +425,7 @@ static void requester_progress_unlock(struct emu_qp *qp)
 	struct tx_batch b = { 0 };
 	struct conn *c;
 
-	requester_fill(qp, &b);
+	requester_fill(qp, &b, UINT_MAX);
 	c = qp->req_conn;
 	if (!b.nframes || !c) {
 		pthread_mutex_unlock(&qp->lock);

@@ -186,6 +186,10 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 			qp->verdict = RESP_DUPLICATE;
 		return;
 	}
+	if (fault_request_nak(qp, pkt->opcode, &qp->nak_code)) {	/* SOFTRDMA_FAULTS */
+		qp->verdict = qp->nak_code == FAULT_NAK_RNR ? RESP_RNR : RESP_NAK;
+		return;
+	}
 	if (needed_right(pkt->opcode)) {
 		r = check_remote(qp, pkt);
 		if (r == MEM_ACCESS_QP_NO_RIGHT) {
@@ -254,7 +258,22 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 		mr_put(ref);
 }
 
-static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packet *req)
+static bool atomic_done_before(const struct emu_qp *qp, uint32_t psn, uint64_t *orig)
+{
+	uint32_t n = qp->atomics_done < EMU_MAX_QP_RD_ATOM ? qp->atomics_done : EMU_MAX_QP_RD_ATOM;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (qp->atomic_done[i].psn == psn) {
+			*orig = qp->atomic_done[i].orig;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* resent: a duplicate (PSN before epsn), answered from memory if it was executed. */
+static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packet *req,
+		      bool resent)
 {
 	struct wire_packet pkt = {
 		.opcode = OP_RC_ATOMIC_ACK,
@@ -268,8 +287,8 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 	uint64_t *word;
 	void *host;
 
-	if (qp->last_atomic.valid && qp->last_atomic.psn == req->psn) {
-		pkt.orig = qp->last_atomic.orig;	/* a resent atomic is answered, not redone */
+	if (resent && atomic_done_before(qp, req->psn, &pkt.orig)) {
+		/* a resent atomic is answered, not redone */
 	} else {
 		r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle, qp->qpn,
 					   qp->attr.qp_access_flags, IBV_ACCESS_REMOTE_ATOMIC,
@@ -291,9 +310,8 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 			pkt.orig = __atomic_fetch_add(word, req->swap_add, __ATOMIC_SEQ_CST);
 		}
 		mr_put(ref);
-		qp->last_atomic.psn = req->psn;
-		qp->last_atomic.orig = pkt.orig;
-		qp->last_atomic.valid = true;
+		qp->atomic_done[qp->atomics_done % EMU_MAX_QP_RD_ATOM].psn = req->psn;
+		qp->atomic_done[qp->atomics_done++ % EMU_MAX_QP_RD_ATOM].orig = pkt.orig;
 	}
 	pkt.msn = qp->msn;
 	responder_flush_ack(qp, c);
@@ -370,7 +388,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		if (pkt->opcode == OP_RC_READ_REQUEST)
 			send_read_response(qp, c, pkt);
 		else if (pkt->opcode == OP_RC_CMP_SWAP || pkt->opcode == OP_RC_FETCH_ADD)
-			do_atomic(qp, c, pkt);
+			do_atomic(qp, c, pkt, true);
 		else
 			send_aeth(qp, c, AETH_ACK | AETH_ACK_NO_CREDIT, pkt->psn);
 		return;
@@ -413,7 +431,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		return;
 	case OP_RC_CMP_SWAP:
 	case OP_RC_FETCH_ADD:
-		do_atomic(qp, c, pkt);
+		do_atomic(qp, c, pkt, false);
 		return;
 	default:
 		complete_receive(qp, pkt, IBV_WC_SUCCESS);

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer: responses as a peer sends them (ACKs, NAKs, READ responses, atomic results)
+ * into the real engine's requester side (emu/completer.c), for five work requests waiting
+ * on them: READ 256 bytes, FETCH_ADD, WRITE, SEND, READ 64 bytes (PSNs 0 to 4). READ
+ * responses and atomic results land in registered memory (fuzz_env.h). The stream is a
+ * socketpair put in the place of the QP's own, on the engine thread.
+ */
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fuzz_env.h"
+
+struct feed {
+	struct fuzz_env *env;
+	int fd;
+};
+
+static void post(struct fuzz_env *env)
+{
+	const struct mem_region *src = env->mr[1], *dst = env->mr[4];
+	struct ibv_sge sge[5] = {
+		{ .addr = dst->iova, .length = 256, .lkey = dst->lkey },
+		{ .addr = dst->iova + 512, .length = 8, .lkey = dst->lkey },
+		{ .addr = src->iova, .length = 64, .lkey = src->lkey },
+		{ .addr = src->iova + 64, .length = 32, .lkey = src->lkey },
+		{ .addr = dst->iova + 1024, .length = 64, .lkey = dst->lkey },
+	};
+	struct ibv_send_wr wr[5] = {
+		{ .opcode = IBV_WR_RDMA_READ, .wr.rdma = { FUZZ_IOVA(1), 0x1234 } },
+		{ .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr.atomic = { FUZZ_IOVA(1), 1, 0, 0x1234 } },
+		{ .opcode = IBV_WR_RDMA_WRITE, .wr.rdma = { FUZZ_IOVA(1), 0x1234 } },
+		{ .opcode = IBV_WR_SEND },
+		{ .opcode = IBV_WR_RDMA_READ, .wr.rdma = { FUZZ_IOVA(1) + 256, 0x1234 } },
+	};
+	struct ibv_send_wr *bad;
+
+	for (int i = 0; i < 5; i++) {
+		wr[i].wr_id = (uint64_t)i;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].next = i < 4 ? &wr[i + 1] : NULL;
+	}
+	if (emu_qp_post_send(env->rc, wr, &bad))
+		abort();
+}
+
+static void feed_on_engine(void *arg)
+{
+	struct feed *f = arg;
+	struct emu_qp *qp = f->env->rc;
+	struct conn *c = conn_accept(f->env->engine, f->fd, &f->env->peer);
+
+	if (!c)
+		abort();
+	pthread_mutex_lock(&qp->lock);
+	if (qp->req_conn)
+		conn_close(qp->req_conn);	/* to port 1: refused anyway */
+	/* Our stream, as if the QP had opened it and the peer had answered the hello. */
+	c->initiator = true;
+	c->state = CONN_OPEN;
+	c->qp = qp;
+	qp->req_conn = c;
+	qp->timer_ns = 0;
+	pthread_mutex_unlock(&qp->lock);
+	post(f->env);
+	for (int turn = 0; c->state != CONN_CLOSED && turn < 64; turn++)
+		c->watch.ready(&c->watch, IO_IN);
+	pthread_mutex_lock(&qp->lock);
+	if (c->state != CONN_CLOSED)
+		conn_close(c);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_env *env = fuzz_env();
+	uint8_t *bytes = fuzz_patch(env, env->rc, data, size);
+	struct feed f = { .env = env };
+	int sv[2];
+
+	fuzz_ready_requester(env);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
+		abort();
+	if (size && write(sv[1], bytes, size) != (ssize_t)size)
+		abort();
+	shutdown(sv[1], SHUT_WR);
+	f.fd = sv[0];
+	engine_call_sync(env->engine, feed_on_engine, &f);
+	close(sv[1]);
+	free(bytes);
+	fuzz_after(env);
+	return 0;
+}
