@@ -7,15 +7,9 @@
  * socketpair put in the place of the QP's own, on the engine thread.
  */
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fuzz_env.h"
-
-struct feed {
-	struct fuzz_env *env;
-	int fd;
-};
 
 static void post(struct fuzz_env *env)
 {
@@ -47,11 +41,10 @@ static void post(struct fuzz_env *env)
 		abort();
 }
 
-static void feed_on_engine(void *arg)
+static void feed_on_engine(struct fuzz_env *env, int fd)
 {
-	struct feed *f = arg;
-	struct emu_qp *qp = f->env->rc;
-	struct conn *c = conn_accept(f->env->engine, f->fd, &f->env->peer);
+	struct emu_qp *qp = env->rc;
+	struct conn *c = conn_accept(env->engine, fd, &env->peer);
 
 	if (!c)
 		abort();
@@ -65,7 +58,7 @@ static void feed_on_engine(void *arg)
 	qp->req_conn = c;
 	qp->timer_ns = 0;
 	pthread_mutex_unlock(&qp->lock);
-	post(f->env);
+	post(env);
 	for (int turn = 0; c->state != CONN_CLOSED && turn < 64; turn++)
 		c->watch.ready(&c->watch, IO_IN);
 	pthread_mutex_lock(&qp->lock);
@@ -77,20 +70,8 @@ static void feed_on_engine(void *arg)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_env *env = fuzz_env();
-	uint8_t *bytes = fuzz_patch(env, env->rc, data, size);
-	struct feed f = { .env = env };
-	int sv[2];
 
 	fuzz_ready_requester(env);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
-		abort();
-	if (size && write(sv[1], bytes, size) != (ssize_t)size)
-		abort();
-	shutdown(sv[1], SHUT_WR);
-	f.fd = sv[0];
-	engine_call_sync(env->engine, feed_on_engine, &f);
-	close(sv[1]);
-	free(bytes);
-	fuzz_after(env);
+	fuzz_feed_stream(env, data, size, feed_on_engine);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fuzz_env.h"
@@ -238,4 +239,37 @@ void fuzz_after(struct fuzz_env *env)
 			}
 		}
 	}
+}
+
+struct stream_feed {
+	struct fuzz_env *env;
+	int fd;
+	void (*on_engine)(struct fuzz_env *env, int fd);
+};
+
+static void stream_feed_on_engine(void *arg)
+{
+	struct stream_feed *f = arg;
+
+	f->on_engine(f->env, f->fd);
+}
+
+void fuzz_feed_stream(struct fuzz_env *env, const uint8_t *data, size_t size,
+		      void (*on_engine)(struct fuzz_env *env, int fd))
+{
+	uint8_t *bytes = fuzz_patch(env, env->rc, data, size);
+	struct stream_feed f = { .env = env, .on_engine = on_engine };
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
+		abort();
+	/* Inputs are kept below the socket's buffer (-max_len), so this takes all of it. */
+	if (size && write(sv[1], bytes, size) != (ssize_t)size)
+		abort();
+	shutdown(sv[1], SHUT_WR);
+	f.fd = sv[0];
+	engine_call_sync(env->engine, stream_feed_on_engine, &f);
+	close(sv[1]);
+	free(bytes);
+	fuzz_after(env);
 }

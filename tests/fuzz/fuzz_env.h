@@ -47,5 +47,13 @@ void fuzz_ready_ud(struct fuzz_env *env);
 void fuzz_ready_requester(struct fuzz_env *env);
 /* Drains completions and async events; aborts if a byte outside the regions changed. */
 void fuzz_after(struct fuzz_env *env);
+/*
+ * One input as a stream from the peer of env->rc: the patched bytes go into a socketpair
+ * whose far end is then closed, and on_engine(env, fd) reads the near end on the engine
+ * thread, in one engine_call_sync(), so the input is done when this returns (fuzz_after
+ * included).
+ */
+void fuzz_feed_stream(struct fuzz_env *env, const uint8_t *data, size_t size,
+		      void (*on_engine)(struct fuzz_env *env, int fd));
 
 #endif

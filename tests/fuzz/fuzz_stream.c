@@ -6,20 +6,13 @@
  * reads them in one engine_call_sync(), so each input is finished when the call returns.
  */
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fuzz_env.h"
 
-struct feed {
-	struct fuzz_env *env;
-	int fd;
-};
-
-static void feed_on_engine(void *arg)
+static void feed_on_engine(struct fuzz_env *env, int fd)
 {
-	struct feed *f = arg;
-	struct conn *c = conn_accept(f->env->engine, f->fd, &f->env->peer);
+	struct conn *c = conn_accept(env->engine, fd, &env->peer);
 
 	/* The reader stops after a batch of frames; the rest is read on the next turns. */
 	for (int turn = 0; c && c->state != CONN_CLOSED && turn < 64; turn++)
@@ -38,21 +31,8 @@ static void feed_on_engine(void *arg)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_env *env = fuzz_env();
-	uint8_t *bytes = fuzz_patch(env, env->rc, data, size);
-	struct feed f = { .env = env };
-	int sv[2];
 
 	fuzz_ready_rc(env);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
-		abort();
-	/* Inputs are kept below the socket's buffer (-max_len), so this takes all of it. */
-	if (size && write(sv[1], bytes, size) != (ssize_t)size)
-		abort();
-	shutdown(sv[1], SHUT_WR);
-	f.fd = sv[0];
-	engine_call_sync(env->engine, feed_on_engine, &f);
-	close(sv[1]);
-	free(bytes);
-	fuzz_after(env);
+	fuzz_feed_stream(env, data, size, feed_on_engine);
 	return 0;
 }
