@@ -43,7 +43,8 @@ static void send_aeth_now(struct emu_qp *qp, struct conn *c, uint8_t syndrome, u
 
 /*
  * ACKs are coalesced (IBTA 9.7.5.1.2: an ACK acknowledges every request before it): one for
- * all the SENDs and WRITEs of one read from the stream. Any other response goes out after
+ * all the WRITEs of one read from the stream (a request that completes a receive is ACKed
+ * at once, before its completion). Any other response goes out after
  * it, so PSNs on the wire stay in order.
  */
 void responder_flush_ack(struct emu_qp *qp, struct conn *c)
@@ -434,9 +435,17 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		do_atomic(qp, c, pkt, false);
 		return;
 	default:
-		complete_receive(qp, pkt, IBV_WC_SUCCESS);
 		qp->ack_pending = true;
 		qp->ack_psn = pkt->psn;
+		/*
+		 * A receive completion may make the application answer at once, on another
+		 * stream: the ACK goes out before the completion is seen, as a NIC's does, or
+		 * the answer could overtake it (perftest's latency tests with -e wait for the
+		 * send completion first). WRITEs without immediate keep theirs for the batch.
+		 */
+		if (qp->have_cur_recv)
+			responder_flush_ack(qp, c);
+		complete_receive(qp, pkt, IBV_WC_SUCCESS);
 		return;
 	}
 }
