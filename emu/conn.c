@@ -254,10 +254,6 @@ bool conn_tx_drained(struct conn *c)
 
 int conn_send_batch_unlock(struct conn *c, const struct tx_batch *b)
 {
-	if (!b->niov) {
-		pthread_mutex_unlock(&c->tx_lock);
-		return 0;
-	}
 	return send_iov_unlock(c, b->iov, b->niov);
 }
 
@@ -286,8 +282,10 @@ static void send_hello(struct conn *c, struct emu_qp *qp)
 	struct iovec none;
 
 	memcpy(h.src_gid, &qp->local_addr.sin6_addr, 16);
-	if (qp->type == IBV_QPT_RC)	/* UC would reuse a buffer the responder has yet to read */
-		peer_mem_offer(&h);
+	/* Not UC: its WRs complete as they leave, and the buffer could be reused before the
+	 * responder has read it. */
+	if (qp->type == IBV_QPT_RC)
+		c->peer_mem_offered = peer_mem_offer(&h);
 	conn_send_frame(c, (const uint8_t *)&h, sizeof(h), &none, 0);
 }
 
@@ -474,7 +472,7 @@ static int begin_softrdma_frame(struct conn *c, unsigned int hdr_len, uint32_t f
 	uint32_t flags = wire_opcodes[c->pkt.opcode].flags;
 
 	if (c->pkt.opcode == OP_PEER_MEMORY) {
-		if (!c->initiator || c->pkt.qpn != c->qp->qpn)
+		if (!c->initiator || !c->peer_mem_offered || c->pkt.qpn != c->qp->qpn)
 			return EPROTO;
 		c->stage_off += 4 + frame_len;
 		pthread_mutex_lock(&c->qp->lock);

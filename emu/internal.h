@@ -118,8 +118,10 @@ struct conn {
 	struct conn *next_kicked;
 	struct engine_call out_call;	/* asks the engine to watch for POLLOUT */
 	/* The same-host path (peer_mem.c): a responder's stream knows the requester's pid
-	 * once verified; a requester's knows that the responder can read its memory. */
+	 * once verified; a requester's, whether it offered the path and whether the
+	 * responder took it (PEER_MEMORY). */
 	struct peer_mem peer_mem;	/* pid 0: not verified */
+	bool peer_mem_offered;
 	bool peer_reads;
 	struct iovec pull[EMU_MAX_SGE];	/* a by-reference request's payload, over there */
 	int npull;
@@ -275,7 +277,8 @@ void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp);
 
 /* peer_mem.c: the same-host path */
 #define PEER_MEM_MIN		16384	/* smaller payloads are as cheap to send over TCP */
-void peer_mem_offer(struct wire_hello *h);
+/* Fills the hello's same-host fields; false when the path is off (nothing offered). */
+bool peer_mem_offer(struct wire_hello *h);
 /* Whether the requester's memory can be read (its cookie checks out); fills pm. */
 bool peer_mem_accept(const struct wire_hello *h, struct peer_mem *pm);
 /* After a read: the process is still the peer (its pid was not reused meanwhile). */

@@ -38,16 +38,17 @@ static bool path_enabled(void)
 	return !v || strcmp(v, "0");
 }
 
-void peer_mem_offer(struct wire_hello *h)
+bool peer_mem_offer(struct wire_hello *h)
 {
 	static const uint8_t zero[16];
 
 	pthread_once(&cookie_once, cookie_init);
 	if (!path_enabled() || !memcmp(cookie, zero, sizeof(zero)))
-		return;
+		return false;
 	h->pid = htonl((uint32_t)getpid());
 	h->cookie_addr = htobe64((uint64_t)(uintptr_t)cookie);
 	memcpy(h->cookie, cookie, sizeof(cookie));
+	return true;
 }
 
 /* The cookie is still where the peer said, in process pm->pid: pm->pid is still the peer. */

@@ -137,10 +137,6 @@ static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t l
 	qp->sq_head++;
 }
 
-/*
- * A chain is checked whole before any of it is queued: a failed post queues nothing, which
- * is also what ibv_wr_complete(3) promises for the chains the wr_* API builds.
- */
 void requester_rewind(struct emu_qp *qp, uint32_t psn)
 {
 	uint32_t i = qp->sq_tail;
@@ -273,15 +269,15 @@ static void connect_on_engine(void *arg)
 }
 
 /*
- * The same-host path (peer_mem.c), for large payloads of RC requests on a stream whose
- * responder can read our memory. Not inline data (it lives in the send queue) and not UC
- * (its WRs complete as they leave, and the buffer may be reused before it is read).
+ * The same-host path (peer_mem.c), for large payloads on a stream whose responder can read
+ * our memory (only RC streams offer it: send_hello()). Not inline data: it lives in the
+ * send queue.
  */
 static bool by_reference(const struct emu_qp *qp, const struct send_wqe *wqe,
 			 const struct wr_kind *k)
 {
-	return k->has_payload && qp->req_conn->peer_reads && qp->type == IBV_QPT_RC &&
-	       wqe->length >= PEER_MEM_MIN && !(wqe->wr.send_flags & IBV_SEND_INLINE);
+	return k->has_payload && qp->req_conn->peer_reads && wqe->length >= PEER_MEM_MIN &&
+	       !(wqe->wr.send_flags & IBV_SEND_INLINE);
 }
 
 /* Adds the frame built in b->hdr[b->nframes] for pkt: headers, then the payload or its
@@ -438,6 +434,10 @@ static void requester_progress_unlock(struct emu_qp *qp)
 	tx_batch_release(&b);
 }
 
+/*
+ * A chain is checked whole before any of it is queued: a failed post queues nothing, which
+ * is also what ibv_wr_complete(3) promises for the chains the wr_* API builds.
+ */
 int emu_qp_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct ibv_send_wr *w;

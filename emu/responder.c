@@ -26,7 +26,9 @@ static bool accepts_requests(const struct emu_qp *qp)
 	       qp->state == IBV_QPS_SQE;
 }
 
-static void send_aeth_now(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint32_t psn)
+/* An ACK or NAK for psn into hdr; returns its length. */
+static unsigned int build_aeth(const struct emu_qp *qp, uint8_t *hdr, uint8_t syndrome,
+			       uint32_t psn)
 {
 	struct wire_packet pkt = {
 		.opcode = OP_RC_ACK,
@@ -35,30 +37,40 @@ static void send_aeth_now(struct emu_qp *qp, struct conn *c, uint8_t syndrome, u
 		.syndrome = syndrome,
 		.msn = qp->msn,
 	};
-	uint8_t hdr[4 + WIRE_MAX_HDR];
-	unsigned int len = wire_build(hdr, &pkt);
 
-	conn_send_frame(c, hdr, len, NULL, 0);
+	return wire_build(hdr, &pkt);
 }
 
 /*
  * ACKs are coalesced (IBTA 9.7.5.1.2: an ACK acknowledges every request before it): one for
- * all the WRITEs of one read from the stream (a request that completes a receive is ACKed
- * at once, before its completion). Any other response goes out after
- * it, so PSNs on the wire stay in order.
+ * all the WRITEs of one read from the stream. It goes out when the read ends, before any
+ * other response (so PSNs on the wire stay in order) and before any receive completion
+ * (complete_receive()).
  */
 void responder_flush_ack(struct emu_qp *qp, struct conn *c)
 {
+	uint8_t hdr[4 + WIRE_MAX_HDR];
+
 	if (!qp->ack_pending)
 		return;
 	qp->ack_pending = false;
-	send_aeth_now(qp, c, AETH_ACK | AETH_ACK_NO_CREDIT, qp->ack_psn);
+	conn_send_frame(c, hdr, build_aeth(qp, hdr, AETH_ACK | AETH_ACK_NO_CREDIT, qp->ack_psn),
+			NULL, 0);
+}
+
+/* Every response but the coalesced ACK: after that ACK. */
+static void respond(struct emu_qp *qp, struct conn *c, const uint8_t *hdr, unsigned int len,
+		    const struct iovec *payload, int niov)
+{
+	responder_flush_ack(qp, c);
+	conn_send_frame(c, hdr, len, payload, niov);
 }
 
 static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint32_t psn)
 {
-	responder_flush_ack(qp, c);
-	send_aeth_now(qp, c, syndrome, psn);
+	uint8_t hdr[4 + WIRE_MAX_HDR];
+
+	respond(qp, c, hdr, build_aeth(qp, hdr, syndrome, psn), NULL, 0);
 }
 
 static uint8_t nak_for(enum mem_access_result r)
@@ -253,8 +265,7 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 	}
 	iov.iov_base = host;
 	iov.iov_len = req->dma_len;
-	responder_flush_ack(qp, c);
-	conn_send_frame(c, hdr, wire_build(hdr, &pkt), &iov, req->dma_len ? 1 : 0);
+	respond(qp, c, hdr, wire_build(hdr, &pkt), &iov, req->dma_len ? 1 : 0);
 	if (ref)
 		mr_put(ref);
 }
@@ -315,11 +326,15 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 		qp->atomic_done[qp->atomics_done++ % EMU_MAX_QP_RD_ATOM].orig = pkt.orig;
 	}
 	pkt.msn = qp->msn;
-	responder_flush_ack(qp, c);
-	conn_send_frame(c, hdr, wire_build(hdr, &pkt), NULL, 0);
+	respond(qp, c, hdr, wire_build(hdr, &pkt), NULL, 0);
 }
 
-static void complete_receive(struct emu_qp *qp, const struct wire_packet *pkt,
+/*
+ * The ACKs owed go out first, as a NIC's do: a completion may make the application answer
+ * at once, on another stream, and the answer must not overtake them (perftest's latency
+ * tests with -e take the send completion first, from a one-entry CQ).
+ */
+static void complete_receive(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 			     enum ibv_wc_status st)
 {
 	uint32_t hdrs = wire_opcodes[pkt->opcode].flags;
@@ -331,6 +346,7 @@ static void complete_receive(struct emu_qp *qp, const struct wire_packet *pkt,
 	if (!qp->have_cur_recv)
 		return;
 	qp->have_cur_recv = false;
+	responder_flush_ack(qp, c);
 	if ((hdrs & HDR_IETH) && st == IBV_WC_SUCCESS) {
 		flags = IBV_WC_WITH_INV;
 		ex = pkt->inv_rkey;
@@ -352,24 +368,25 @@ static void nak_and_fail(struct emu_qp *qp, struct conn *c, const struct wire_pa
 			recv_status = qp->refusal == MEM_ACCESS_OK ? IBV_WC_LOC_QP_OP_ERR :
 				      (qp->nak_code == NAK_REMOTE_ACCESS ? IBV_WC_LOC_ACCESS_ERR :
 				       mem_access_local_wc_status(qp->refusal));
-		complete_receive(qp, pkt, recv_status);
+		complete_receive(qp, c, pkt, recv_status);
 		event = (enum ibv_event_type)-1;
 	}
 	qp->recv_status = IBV_WC_SUCCESS;
 	qp_error(qp, event);
 }
 
-static void uc_end(struct emu_qp *qp, const struct wire_packet *pkt, const struct rx_sink *sink)
+static void uc_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		   const struct rx_sink *sink)
 {
 	if (sink->failure == MEM_ACCESS_OK) {
-		complete_receive(qp, pkt, IBV_WC_SUCCESS);
+		complete_receive(qp, c, pkt, IBV_WC_SUCCESS);
 	} else if (sink->kind == SINK_LOCAL) {
 		/* The receive's own buffer failed: its error and the QP's, as on RC. */
-		complete_receive(qp, pkt, mem_access_local_wc_status(sink->failure));
+		complete_receive(qp, c, pkt, mem_access_local_wc_status(sink->failure));
 		qp_error(qp, (enum ibv_event_type)-1);
 	} else {
 		/* The region went away mid-message: a receive already taken reports it. */
-		complete_receive(qp, pkt, IBV_WC_LOC_ACCESS_ERR);
+		complete_receive(qp, c, pkt, IBV_WC_LOC_ACCESS_ERR);
 	}
 }
 
@@ -378,7 +395,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 {
 	if (qp->type == IBV_QPT_UC) {
 		if (qp->verdict == RESP_EXECUTE)
-			uc_end(qp, pkt, sink);
+			uc_end(qp, c, pkt, sink);
 		return;
 	}
 	switch (qp->verdict) {
@@ -437,15 +454,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	default:
 		qp->ack_pending = true;
 		qp->ack_psn = pkt->psn;
-		/*
-		 * A receive completion may make the application answer at once, on another
-		 * stream: the ACK goes out before the completion is seen, as a NIC's does, or
-		 * the answer could overtake it (perftest's latency tests with -e wait for the
-		 * send completion first). WRITEs without immediate keep theirs for the batch.
-		 */
-		if (qp->have_cur_recv)
-			responder_flush_ack(qp, c);
-		complete_receive(qp, pkt, IBV_WC_SUCCESS);
+		complete_receive(qp, c, pkt, IBV_WC_SUCCESS);
 		return;
 	}
 }
