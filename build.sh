@@ -6,32 +6,11 @@
 #                     for a bounded time: docs/fuzzing.md)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
+. tools/packages.sh
 
 packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
 	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd valgrind
 	python3-pyverbs clang-14 libclang-rt-14-dev)	# clang: libFuzzer (tests/fuzz)
-
-install_missing() {
-	local missing=() p
-	if ! command -v dpkg-query >/dev/null; then
-		echo "build.sh: not a Debian/Ubuntu system; install the equivalents of: ${packages[*]}" >&2
-		return 0
-	fi
-	for p in "${packages[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-			missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "build.sh: these packages are missing; install them and run this again:" >&2
-		echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
-		exit 1
-	fi
-	echo "build.sh: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
 
 build() { # DIR [CMAKE ARGS...]
 	local dir=$1
@@ -42,12 +21,12 @@ build() { # DIR [CMAKE ARGS...]
 
 case "${1:-}" in
 demo)
-	install_missing
+	install_missing build.sh "${packages[@]}"
 	build build
 	build/bin/softrdma demo
 	;;
 test)
-	install_missing
+	install_missing build.sh "${packages[@]}"
 	build build
 	(cd build && ctest --output-on-failure -j 2)
 	build build-sanitize -DSOFTRDMA_SANITIZE=ON

@@ -36,29 +36,8 @@ results=bench/results
 packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
 	libcmocka-dev ibverbs-utils perftest qperf gnuplot-nox iproute2 procps)
 
-install_missing() {
-	local missing=() p
-	if ! command -v dpkg-query >/dev/null; then
-		echo "run.sh: not a Debian/Ubuntu system; install the equivalents of: ${packages[*]}" >&2
-		return 0
-	fi
-	for p in "${packages[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-			missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "run.sh: these packages are missing; install them and run this again:" >&2
-		echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
-		exit 1
-	fi
-	echo "run.sh: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq || exit 1
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || exit 1
-}
-
-install_missing
+. tools/packages.sh
+install_missing run.sh "${packages[@]}"
 for tool in ib_write_bw qperf gnuplot ss timeout; do
 	command -v "$tool" >/dev/null || { echo "run.sh: $tool not found" >&2; exit 1; }
 done

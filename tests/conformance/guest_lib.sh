@@ -14,21 +14,9 @@
 : "${guest_tag:?}" "${work:?}"
 say() { echo "$guest_tag: $*" >&2; }
 
-need_packages() { # PACKAGE...: installs the missing ones (root), or says how and exits
-	local missing=() p
-	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-			missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	if [ "$(id -u)" -ne 0 ]; then
-		say "missing packages; run: sudo apt-get install -y ${missing[*]}"
-		exit 1
-	fi
-	say "installing ${missing[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		"${missing[@]}" >/dev/null
-}
+# need_packages PACKAGE...: installs the missing ones (root), or says how and exits.
+. "$(dirname "${BASH_SOURCE[0]}")/../../tools/packages.sh"
+need_packages() { install_missing "${0##*/}" "$@"; }
 
 # Sets kpkg and kver: the kernel that linux-image-amd64 names today. Also debs (the fetched
 # packages) and root (their files, extracted).
