@@ -100,10 +100,10 @@ void conn_close(struct conn *c)
 	close(c->watch.fd);
 	c->watch.fd = -1;
 	if (c->qp) {
-		if (c->qp->req_conn == c)
-			c->qp->req_conn = NULL;
-		if (c->qp->resp_conn == c)
-			c->qp->resp_conn = NULL;
+		if (c->qp->streams.req == c)
+			c->qp->streams.req = NULL;
+		if (c->qp->streams.resp == c)
+			c->qp->streams.resp = NULL;
 	}
 	c->next_closed = c->engine->closed;
 	c->engine->closed = c;
@@ -359,7 +359,7 @@ static void conn_protocol_error(struct conn *c)
 	}
 	pthread_mutex_lock(&qp->lock);
 	if (qp->state != IBV_QPS_ERR && qp->state != IBV_QPS_RESET)
-		qp_error(qp, IBV_EVENT_QP_FATAL);
+		qp_fatal(qp, IBV_EVENT_QP_FATAL);
 	conn_close(c);
 	pthread_mutex_unlock(&qp->lock);
 }
@@ -401,7 +401,7 @@ static bool peer_matches(const struct emu_qp *qp, const struct conn *c)
 /* Binds an accepted stream to its QP once the QP knows its peer (RTR). */
 void conn_bind_pending(struct emu_qp *qp)
 {
-	struct conn *c = qp->resp_conn;
+	struct conn *c = qp->streams.resp;
 
 	if (!c || !c->paused || qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR)
 		return;
@@ -447,9 +447,9 @@ static int handle_hello(struct conn *c)
 		pthread_mutex_unlock(&qp->lock);
 		return 0;
 	}
-	if (qp->resp_conn)
-		conn_close(qp->resp_conn);	/* the requester reconnected */
-	qp->resp_conn = c;
+	if (qp->streams.resp)
+		conn_close(qp->streams.resp);	/* the requester reconnected */
+	qp->streams.resp = c;
 	if (peer_mem_accept(&h, &c->peer_mem))
 		tell_peer_memory(c);
 	/* Until the QP is RTR it cannot check the peer nor take requests: leave them queued. */

@@ -20,8 +20,9 @@
 #include "emu/internal.h"
 #include "emu/limits.h"
 
-static pthread_mutex_t engine_global_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct emu_engine *the_engine;
+/* The process's engine: emu_engine_get() starts it, the last emu_engine_put() stops it. */
+static pthread_mutex_t process_engine_lock = PTHREAD_MUTEX_INITIALIZER;	/* process_engine */
+static struct emu_engine *process_engine;
 
 uint64_t engine_now_ns(void)
 {
@@ -148,7 +149,7 @@ static void on_wake(struct io_watch *w, uint32_t revents)
 static void on_listener_ready(struct io_watch *w, uint32_t revents)
 {
 	struct emu_listener *l = container_of(w, struct emu_listener, watch);
-	struct emu_engine *e = the_engine;
+	struct emu_engine *e = l->engine;
 
 	(void)revents;
 	for (int i = 0; i < 16; i++) {
@@ -181,16 +182,16 @@ static uint64_t run_timers(struct emu_engine *e)
 			struct emu_qp *qp = e->listeners[i]->qps[j];
 
 			/* A QP leaves the table only on this thread (emu_qp_destroy): valid unlocked. */
-			if (!qp || !qp->timer_ns)
+			if (!qp || !qp->comp.timer_ns)
 				continue;
 			pthread_mutex_unlock(&e->lock);
 			pthread_mutex_lock(&qp->lock);
-			if (qp->timer_ns && qp->timer_ns <= now) {
-				qp->timer_ns = 0;
+			if (qp->comp.timer_ns && qp->comp.timer_ns <= now) {
+				qp->comp.timer_ns = 0;
 				completer_timer(qp);
 			}
-			if (qp->timer_ns && qp->timer_ns < next)
-				next = qp->timer_ns;
+			if (qp->comp.timer_ns && qp->comp.timer_ns < next)
+				next = qp->comp.timer_ns;
 			pthread_mutex_unlock(&qp->lock);
 			pthread_mutex_lock(&e->lock);
 		}
@@ -337,13 +338,13 @@ int emu_engine_get(struct emu_engine **out)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&engine_global_lock);
-	if (the_engine)
-		the_engine->refs++;
+	pthread_mutex_lock(&process_engine_lock);
+	if (process_engine)
+		process_engine->refs++;
 	else
-		ret = engine_start(&the_engine);
-	*out = the_engine;
-	pthread_mutex_unlock(&engine_global_lock);
+		ret = engine_start(&process_engine);
+	*out = process_engine;
+	pthread_mutex_unlock(&process_engine_lock);
 	return ret;
 }
 
@@ -364,13 +365,13 @@ static void stop(void *arg)
 
 void emu_engine_put(struct emu_engine *e)
 {
-	pthread_mutex_lock(&engine_global_lock);
+	pthread_mutex_lock(&process_engine_lock);
 	if (--e->refs > 0) {
-		pthread_mutex_unlock(&engine_global_lock);
+		pthread_mutex_unlock(&process_engine_lock);
 		return;
 	}
-	the_engine = NULL;
-	pthread_mutex_unlock(&engine_global_lock);
+	process_engine = NULL;
+	pthread_mutex_unlock(&process_engine_lock);
 	engine_call_sync(e, stop, e);
 	pthread_join(e->thread, NULL);
 	free_closed(e);
@@ -398,13 +399,14 @@ const char *emu_engine_backend(struct emu_engine *e)
  * A new listener: a TCP socket on an ephemeral port, all addresses, IPv4 and IPv6, and a UDP
  * socket on the same port number for UD QPs (a few tries, in case that UDP port is taken).
  */
-static int listener_open(struct emu_listener **out)
+static int listener_open(struct emu_engine *e, struct emu_listener **out)
 {
 	struct emu_listener *l = calloc(1, sizeof(*l));
 	int err = EADDRINUSE;
 
 	if (!l)
 		return ENOMEM;
+	l->engine = e;
 	for (int attempt = 0; attempt < 16 && err == EADDRINUSE; attempt++) {
 		struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
 					   .sin6_addr = IN6ADDR_ANY_INIT };
@@ -446,12 +448,6 @@ static int listener_open(struct emu_listener **out)
 	return 0;
 }
 
-struct emu_engine *the_engine_of_watch(struct io_watch *w)
-{
-	(void)w;
-	return the_engine;
-}
-
 struct add_listener_call {
 	struct emu_listener *l;
 	int ret;
@@ -460,7 +456,7 @@ struct add_listener_call {
 static void add_listener_on_engine(void *arg)
 {
 	struct add_listener_call *call = arg;
-	struct emu_engine *e = the_engine;
+	struct emu_engine *e = call->l->engine;
 
 	call->ret = e->io->ops->add(e->io, &call->l->watch);
 	if (!call->ret) {
@@ -495,7 +491,7 @@ int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 	}
 	pthread_mutex_unlock(&e->lock);
 
-	ret = listener_open(&call.l);
+	ret = listener_open(e, &call.l);
 	if (ret)
 		return ret;
 	engine_call_sync(e, add_listener_on_engine, &call);
@@ -533,7 +529,3 @@ void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp)
 	pthread_mutex_unlock(&e->lock);
 }
 
-struct mem_table *the_mem_table(void)
-{
-	return the_engine->mem;
-}

@@ -41,6 +41,7 @@ enum sink_kind { SINK_DISCARD, SINK_REMOTE, SINK_LOCAL };
 
 struct rx_sink {
 	enum sink_kind kind;
+	struct mem_table *mem;	/* where the keys are looked up (not SINK_DISCARD) */
 	uint32_t pd_handle;
 	int qp_access;		/* SINK_REMOTE: the QP's rights */
 	uint32_t qpn;		/* SINK_REMOTE: the QP (a type 2 window is bound to one) */
@@ -129,19 +130,23 @@ struct conn {
 	struct conn *next_closed;	/* freed by the engine once no backend call can see it */
 };
 
+/*
+ * A send WQE's life: queued by the poster, sent by the requester, done when the completer
+ * has its answer (or it failed, or it was a local operation). WQEs complete in order, so
+ * a done WQE may wait behind an older one still sent. A lost stream or an RNR NAK puts
+ * sent WQEs back to queued (requester_rewind()); a done one stays done.
+ */
+enum wqe_state { WQE_QUEUED, WQE_SENT, WQE_DONE };
+
 struct send_wqe {
-	struct ibv_send_wr wr;	/* copy; wr.sg_list points at sge below */
+	struct emu_send_wr wr;	/* copy; wr.sg_list points at sge below */
 	struct ibv_sge *sge;
 	uint8_t *inline_buf;	/* max_inline_data bytes */
 	uint64_t length;
 	uint32_t psn;
-	bool sent;
-	bool done;		/* acknowledged, answered, or failed: completes in order */
-	enum ibv_wc_status status;
+	enum wqe_state state;
+	enum ibv_wc_status status;	/* of a done WQE */
 	bool signaled;
-	/* BIND_MW: what to bind, taken at post (the application may free its ibv_mr after) */
-	struct mem_region *bind_window;
-	struct mw_bind_req bind;
 };
 
 /* The PSN of a WQE that sends nothing (a local operation). */
@@ -165,44 +170,49 @@ struct recv_queue {
 
 enum recv_take { RECV_TAKEN, RECV_NONE, RECV_TOO_SHORT };
 
-struct emu_qp {
-	struct emu_engine *engine;
-	pthread_mutex_t lock;
-	uint32_t qpn;
-	enum ibv_qp_type type;
-	enum ibv_qp_state state;
-	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
-	int async_fd;
-	uint32_t pd_handle;
-	struct emu_cq *send_cq, *recv_cq;
-	bool sq_sig_all;
-	struct ibv_qp_cap cap;
-	struct ibv_qp_attr attr;	/* as last modified (what query_qp reports) */
-	int attr_mask_seen;
+/* The send queue: slot = index % cap.max_send_wr; head is the poster's, the rest below. */
+struct send_queue {
+	struct send_wqe *wqe;
+	uint32_t head;			/* next index to post */
+};
 
-	/* send queue: indices grow forever, slot = index % cap.max_send_wr */
-	struct send_wqe *sq;
-	uint32_t sq_head, sq_next, sq_tail;	/* posted, transmitted, completed */
-	uint32_t next_psn;
+/* The requester (requester.c): from queued to sent. */
+struct qp_req_info {
+	uint32_t next;			/* index of the next WQE to transmit */
+	uint32_t psn;			/* the next PSN to give a WQE */
 	uint32_t rd_atomic_out;		/* READ/atomic requests awaiting responses */
+};
+
+enum qp_timer { TIMER_NONE, TIMER_ACK, TIMER_RNR, TIMER_CONNECT };
+
+/* The completer (completer.c): from sent to completed, and the timers that drive retries. */
+struct qp_comp_info {
+	uint32_t tail;			/* index of the next WQE to complete */
 	uint32_t retries_left, rnr_retries_left;
 	/* CLOCK_MONOTONIC deadline, 0: none. Atomic: the engine glances at it without the lock. */
 	_Atomic uint64_t timer_ns;
-	enum { TIMER_NONE, TIMER_ACK, TIMER_RNR, TIMER_CONNECT } timer_kind;
+	enum qp_timer timer_kind;
+};
 
-	/* receive queue: its own, or the SRQ it was created with */
-	struct recv_queue rq;
-	struct emu_srq *srq;
+/* What the responder decided about the request being read (responder_begin -> _end). */
+enum resp_verdict {
+	RESP_EXECUTE,		/* checks passed */
+	RESP_DROP,		/* silently: QP not ready, RNR recovery, or a duplicate re-ACKed */
+	RESP_DUPLICATE,		/* already executed: answer again, do not execute */
+	RESP_RNR,		/* no receive posted */
+	RESP_NAK,		/* refused: nak_code, event */
+};
 
-	/* responder */
+/* The responder (responder.c): requests arriving on the stream the peer opened. */
+struct qp_resp_info {
 	uint32_t epsn;			/* next request PSN expected */
 	uint32_t msn;
 	bool rnr_dropping;		/* after an RNR NAK: drop until epsn comes again */
-	int verdict;			/* responder.c: what the current request came to */
+	enum resp_verdict verdict;
 	bool ack_pending;		/* an ACK for ack_psn is owed, sent at the end of the read */
 	uint32_t ack_psn;
-	uint8_t nak_code;
-	enum mem_access_result refusal;
+	uint8_t nak_code;		/* RESP_NAK: the NAK's code (emu/wire.h) */
+	enum mem_access_result refusal;	/* RESP_NAK: what the access check said */
 	enum ibv_wc_status recv_status;	/* a receive's own error, when it has one */
 	struct recv_wqe cur_recv;	/* the receive WQE the current SEND fills */
 	struct ibv_sge cur_recv_sge[EMU_MAX_SGE];	/* cur_recv's own copy of its SGEs */
@@ -214,19 +224,52 @@ struct emu_qp {
 		uint64_t orig;
 	} atomic_done[EMU_MAX_QP_RD_ATOM];
 	uint32_t atomics_done;		/* since RESET; the next goes to % EMU_MAX_QP_RD_ATOM */
+};
 
-	bool connect_pending;
+/* A connected QP's two streams (emu/qp_stream.c is their one owner). */
+struct qp_streams {
+	struct conn *req;		/* the one we opened: our requests, their responses */
+	struct conn *resp;		/* the one the peer opened: its requests */
+	bool connect_pending;		/* connect_call queued on the engine */
 	struct engine_call connect_call;
+};
+
+/*
+ * A queue pair. qp->lock guards everything below but the constants (engine, qpn, type,
+ * handle, async_fd, pd_handle, the CQs, srq, cap, udp_fd, faults), which are set at
+ * creation and never change; it is held by posting threads, pollers that flush, and the
+ * engine thread for every frame it reads for this QP.
+ */
+struct emu_qp {
+	struct emu_engine *engine;
+	pthread_mutex_t lock;
+	uint32_t qpn;
+	enum ibv_qp_type type;
+	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
+	int async_fd;
+	uint32_t pd_handle;
+	struct emu_cq *send_cq, *recv_cq;
+	struct emu_srq *srq;	/* its receives come from this SRQ; NULL: from rq */
+	struct ibv_qp_cap cap;
 	int udp_fd;		/* UD: its listener's datagram socket */
-	struct conn *req_conn;	/* stream we opened */
-	struct conn *resp_conn;	/* stream the peer opened */
+	struct fault_qp *faults;	/* SOFTRDMA_FAULTS (emu/fault.h); NULL: none */
+
+	enum ibv_qp_state state;
+	struct ibv_qp_attr attr;	/* as last modified (what query_qp reports) */
+	bool sq_sig_all;
 	struct sockaddr_in6 peer_addr;	/* from the AV's dgid; port from dest_qp_num */
 	struct sockaddr_in6 local_addr;	/* from the AV's sgid_index */
-	bool destroyed;
-	struct fault_qp *faults;	/* SOFTRDMA_FAULTS (emu/fault.h); NULL: none */
+
+	struct send_queue sq;
+	struct recv_queue rq;		/* unused with an SRQ */
+	struct qp_req_info req;
+	struct qp_comp_info comp;
+	struct qp_resp_info resp;
+	struct qp_streams streams;
 };
 
 struct emu_listener {
+	struct emu_engine *engine;
 	int fd;
 	uint16_t port;
 	struct io_watch watch;
@@ -317,10 +360,16 @@ void conn_bind_pending(struct emu_qp *qp);	/* engine thread, qp->lock held */
 void conn_process_staged(struct conn *c);
 
 /* qp.c */
-void qp_error(struct emu_qp *qp, enum ibv_event_type event);	/* qp->lock held */
+/*
+ * The ways into ERR, all with qp->lock held. qp_to_error(): without an async event (the
+ * error is reported by a completion, or the application asked); qp_fatal(): with the
+ * affiliated asynchronous error event (IBTA 11.6.3); both flush every WQE. qp_flush():
+ * already in ERR, flushes what was posted since.
+ */
+void qp_to_error(struct emu_qp *qp);
+void qp_fatal(struct emu_qp *qp, enum ibv_event_type event);
+void qp_flush(struct emu_qp *qp);
 void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event);
-/* One async event record for libibverbs' ibv_get_async_event(), on the context's pipe. */
-void async_event_write(int fd, uint64_t element, enum ibv_event_type event);
 /*
  * Takes the next receive WQE, from the QP's own queue or its SRQ, into *into (its sge array
  * holds EMU_MAX_SGE entries). need > 0: a WQE with less room stays queued (RECV_TOO_SHORT).
@@ -367,7 +416,8 @@ void completer_advance(struct emu_qp *qp);	/* qp->lock held */
 
 /* ud.c: unreliable datagrams over UDP */
 void ud_on_datagram(struct io_watch *w, uint32_t revents);	/* engine thread */
-int ud_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int ud_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
+		 unsigned int *bad);
 int ud_socket_open(uint16_t port);
 
 /* srq.c: receive queues, and shared ones */
@@ -394,9 +444,6 @@ ssize_t sink_recv(struct rx_sink *s, int fd, size_t n);
  */
 void sink_pull(struct rx_sink *s, pid_t pid, const struct iovec *remote, int nremote);
 uint64_t sge_total_length(const struct ibv_sge *sge, int num_sge);
-/* The process's memory-key table (the engine's). */
-struct mem_table *the_mem_table(void);
-struct emu_engine *the_engine_of_watch(struct io_watch *w);
 
 /* The transport bits of the opcodes a QP of this type sends and accepts. */
 static inline uint8_t qp_opcode_transport(enum ibv_qp_type type)

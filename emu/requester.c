@@ -53,7 +53,7 @@ static uint8_t request_opcode(const struct emu_qp *qp, const struct wr_kind *k)
 	return qp_opcode_transport(qp->type) | (k->wire_op & ~OP_TRANSPORT_MASK);
 }
 
-static int validate_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *length)
+static int validate_wr(struct emu_qp *qp, const struct emu_send_wr *wr, uint64_t *length)
 {
 	const struct wr_kind *k = wr_kind(wr->opcode);
 	bool is_inline = wr->send_flags & IBV_SEND_INLINE;
@@ -67,7 +67,7 @@ static int validate_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t
 	if (k && k->local) {
 		/* No data: the SGEs are not looked at (rxe ignores them too). */
 		*length = 0;
-		return wr->opcode == IBV_WR_BIND_MW && !wr->bind_mw.mw ? EINVAL : 0;
+		return wr->opcode == IBV_WR_BIND_MW && !wr->bind.window ? EINVAL : 0;
 	}
 	/* Inline data is copied at post time and needs no SGE slots: only its size counts. */
 	if (!k || wr->num_sge < 0 ||
@@ -84,12 +84,11 @@ static int validate_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t
 	return 0;
 }
 
-static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t length)
+static void queue_wr(struct emu_qp *qp, const struct emu_send_wr *wr, uint64_t length)
 {
-	struct send_wqe *wqe = &qp->sq[qp->sq_head % qp->cap.max_send_wr];
+	struct send_wqe *wqe = &qp->sq.wqe[qp->sq.head % qp->cap.max_send_wr];
 
 	wqe->wr = *wr;
-	wqe->wr.next = NULL;
 	wqe->wr.sg_list = wqe->sge;
 	if (wr_kind(wr->opcode)->local) {
 		wqe->wr.num_sge = 0;
@@ -112,46 +111,36 @@ static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t l
 	if (wr_kind(wr->opcode)->local) {
 		wqe->psn = WQE_NO_PSN;
 	} else {
-		wqe->psn = qp->next_psn;
-		qp->next_psn = (qp->next_psn + 1) & BTH_PSN_MASK;
+		wqe->psn = qp->req.psn;
+		qp->req.psn = (qp->req.psn + 1) & BTH_PSN_MASK;
 	}
 	if (wr->opcode == IBV_WR_BIND_MW) {
-		const struct ibv_mw_bind_info *info = &wr->bind_mw.bind_info;
-
-		wqe->bind_window = ((const struct emu_mw *)wr->bind_mw.mw)->window;
-		wqe->bind = (struct mw_bind_req){
-			.new_rkey = wr->bind_mw.rkey,
-			.has_mr = info->mr != NULL,
-			.mr_lkey = info->mr ? info->mr->lkey : 0,
-			.addr = info->addr,
-			.length = info->length,
-			.access = (int)info->mw_access_flags,
-			.qp_pd_handle = qp->pd_handle,
-			.qpn = qp->qpn,
-		};
+		wqe->wr.bind.req.qp_pd_handle = qp->pd_handle;
+		wqe->wr.bind.req.qpn = qp->qpn;
 	}
-	wqe->sent = false;
-	wqe->done = false;
+	wqe->state = WQE_QUEUED;
 	wqe->status = IBV_WC_SUCCESS;
 	wqe->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	qp->sq_head++;
+	qp->sq.head++;
 }
 
 void requester_rewind(struct emu_qp *qp, uint32_t psn)
 {
-	uint32_t i = qp->sq_tail;
+	uint32_t i = qp->comp.tail;
 
-	while (i != qp->sq_next && qp->sq[i % qp->cap.max_send_wr].psn != psn)
+	while (i != qp->req.next && qp->sq.wqe[i % qp->cap.max_send_wr].psn != psn)
 		i++;
-	qp->sq_next = i;
-	qp->rd_atomic_out = 0;
-	for (uint32_t j = qp->sq_tail; j != qp->sq_head; j++) {
-		struct send_wqe *w = &qp->sq[j % qp->cap.max_send_wr];
+	qp->req.next = i;
+	qp->req.rd_atomic_out = 0;
+	for (uint32_t j = qp->comp.tail; j != qp->sq.head; j++) {
+		struct send_wqe *w = &qp->sq.wqe[j % qp->cap.max_send_wr];
 
-		if (j - qp->sq_tail >= i - qp->sq_tail)
-			w->sent = false;
-		else if (w->sent && !w->done && wr_kind(w->wr.opcode)->read_atomic)
-			qp->rd_atomic_out++;
+		if (w->state == WQE_DONE)
+			continue;
+		if (j - qp->comp.tail >= i - qp->comp.tail)
+			w->state = WQE_QUEUED;
+		else if (w->state == WQE_SENT && wr_kind(w->wr.opcode)->read_atomic)
+			qp->req.rd_atomic_out++;
 	}
 }
 
@@ -162,9 +151,8 @@ void requester_rewind(struct emu_qp *qp, uint32_t psn)
 static void finish_here(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status)
 {
 	wqe->status = status;
-	wqe->done = true;
-	wqe->sent = true;
-	qp->sq_next++;
+	wqe->state = WQE_DONE;
+	qp->req.next++;
 	completer_advance(qp);
 }
 
@@ -189,7 +177,7 @@ static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct iovec
 
 		if (!sge->length)
 			continue;
-		r = mr_check_local_access(the_mem_table(), sge->lkey, qp->pd_handle, 0, sge->addr,
+		r = mr_check_local_access(qp->engine->mem, sge->lkey, qp->pd_handle, 0, sge->addr,
 					  sge->length, &refs[*niov], &host);
 		if (r != MEM_ACCESS_OK) {
 			while (*niov)
@@ -207,7 +195,7 @@ static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct iovec
 
 static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct wire_packet *pkt)
 {
-	const struct ibv_send_wr *wr = &wqe->wr;
+	const struct emu_send_wr *wr = &wqe->wr;
 
 	memset(pkt, 0, sizeof(*pkt));
 	pkt->opcode = request_opcode(qp, wr_kind(wr->opcode));
@@ -221,17 +209,17 @@ static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct 
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
-		pkt->va = wr->wr.rdma.remote_addr;
-		pkt->rkey = wr->wr.rdma.rkey;
+		pkt->va = wr->rdma.remote_addr;
+		pkt->rkey = wr->rdma.rkey;
 		pkt->dma_len = (uint32_t)wqe->length;
 		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		pkt->va = wr->wr.atomic.remote_addr;
-		pkt->rkey = wr->wr.atomic.rkey;
-		pkt->swap_add = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap :
-									    wr->wr.atomic.compare_add;
-		pkt->compare = wr->wr.atomic.compare_add;
+		pkt->va = wr->atomic.remote_addr;
+		pkt->rkey = wr->atomic.rkey;
+		pkt->swap_add = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->atomic.swap :
+									    wr->atomic.compare_add;
+		pkt->compare = wr->atomic.compare_add;
 		break;
 	default:
 		break;
@@ -244,26 +232,21 @@ static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct 
 static enum ibv_wc_status do_local_op(struct emu_qp *qp, struct send_wqe *wqe)
 {
 	if (wqe->wr.opcode == IBV_WR_BIND_MW)
-		return mw_bind(the_mem_table(), wqe->bind_window, &wqe->bind) ?
+		return mw_bind(qp->engine->mem, wqe->wr.bind.window, &wqe->wr.bind.req) ?
 		       IBV_WC_MW_BIND_ERR : IBV_WC_SUCCESS;
 	/* As rxe: what cannot be invalidated is a local QP operation error. */
-	return mw_invalidate(the_mem_table(), wqe->wr.invalidate_rkey, qp->pd_handle, false, 0) ?
+	return mw_invalidate(qp->engine->mem, wqe->wr.invalidate_rkey, qp->pd_handle, false, 0) ?
 	       IBV_WC_LOC_QP_OP_ERR : IBV_WC_SUCCESS;
 }
-
-struct connect_call {
-	struct engine_call call;
-	struct emu_qp *qp;
-};
 
 static void connect_on_engine(void *arg)
 {
 	struct emu_qp *qp = arg;
 
 	pthread_mutex_lock(&qp->lock);
-	qp->connect_pending = false;
-	if (!qp->req_conn && qp->state == IBV_QPS_RTS)
-		qp->req_conn = conn_connect(qp);
+	qp->streams.connect_pending = false;
+	if (!qp->streams.req && qp->state == IBV_QPS_RTS)
+		qp->streams.req = conn_connect(qp);
 	requester_progress(qp);
 	pthread_mutex_unlock(&qp->lock);
 }
@@ -276,7 +259,7 @@ static void connect_on_engine(void *arg)
 static bool by_reference(const struct emu_qp *qp, const struct send_wqe *wqe,
 			 const struct wr_kind *k)
 {
-	return k->has_payload && qp->req_conn->peer_reads && wqe->length >= PEER_MEM_MIN &&
+	return k->has_payload && qp->streams.req->peer_reads && wqe->length >= PEER_MEM_MIN &&
 	       !(wqe->wr.send_flags & IBV_SEND_INLINE);
 }
 
@@ -304,7 +287,7 @@ static void batch_add(struct tx_batch *b, unsigned int hdr_len, const struct wir
 static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
 {
 	if (b->nframes)
-		conn_send_batch(qp->req_conn, b);	/* a broken stream resends from the oldest WQE */
+		conn_send_batch(qp->streams.req, b);	/* a broken stream resends from the oldest WQE */
 	tx_batch_release(b);
 }
 
@@ -315,27 +298,27 @@ static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
  */
 static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int budget)
 {
-	if (qp->state != IBV_QPS_RTS || qp->sq_next == qp->sq_head)
+	if (qp->state != IBV_QPS_RTS || qp->req.next == qp->sq.head)
 		return;
-	if (!qp->req_conn) {
-		if (qp->timer_ns && qp->timer_kind == TIMER_CONNECT)
+	if (!qp->streams.req) {
+		if (qp->comp.timer_ns && qp->comp.timer_kind == TIMER_CONNECT)
 			return;	/* the retry timer reconnects */
 		if (engine_on_thread(qp->engine)) {
-			qp->req_conn = conn_connect(qp);
-			if (!qp->req_conn)
+			qp->streams.req = conn_connect(qp);
+			if (!qp->streams.req)
 				return;
 		} else {
-			if (!qp->connect_pending) {
-				qp->connect_pending = true;
-				qp->connect_call.fn = connect_on_engine;
-				qp->connect_call.arg = qp;
-				engine_call_async(qp->engine, &qp->connect_call);
+			if (!qp->streams.connect_pending) {
+				qp->streams.connect_pending = true;
+				qp->streams.connect_call.fn = connect_on_engine;
+				qp->streams.connect_call.arg = qp;
+				engine_call_async(qp->engine, &qp->streams.connect_call);
 			}
 			return;
 		}
 	}
-	while (qp->sq_next != qp->sq_head && budget) {
-		struct send_wqe *wqe = &qp->sq[qp->sq_next % qp->cap.max_send_wr];
+	while (qp->req.next != qp->sq.head && budget) {
+		struct send_wqe *wqe = &qp->sq.wqe[qp->req.next % qp->cap.max_send_wr];
 		const struct wr_kind *k = wr_kind(wqe->wr.opcode);
 		struct mem_region *refs[EMU_MAX_SGE];
 		struct iovec iov[EMU_MAX_SGE];
@@ -345,8 +328,8 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 		uint8_t *hdr;
 		int niov = 0;
 
-		if (wqe->done) {
-			qp->sq_next++;	/* a local operation done before the stream was lost */
+		if (wqe->state == WQE_DONE) {
+			qp->req.next++;	/* a local operation done before the stream was lost */
 			continue;
 		}
 		if (k->local) {
@@ -354,7 +337,7 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 			finish_here(qp, wqe, do_local_op(qp, wqe));
 			continue;
 		}
-		if (k->read_atomic && qp->rd_atomic_out >= qp->attr.max_rd_atomic)
+		if (k->read_atomic && qp->req.rd_atomic_out >= qp->attr.max_rd_atomic)
 			break;	/* IBTA: no more outstanding READ/atomics than max_rd_atomic */
 		if (k->has_payload && !gather_payload(qp, wqe, iov, &niov, refs, &status)) {
 			finish_here(qp, wqe, status);
@@ -378,18 +361,18 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 		} else {
 			batch_add(b, hdr_len, &pkt, iov, niov, refs);
 		}
-		wqe->sent = true;
-		qp->sq_next++;
+		wqe->state = WQE_SENT;
+		qp->req.next++;
 		budget--;
 		if (qp->type == IBV_QPT_UC) {
 			/* Unacknowledged: a UC message is done once it has left. */
-			wqe->done = true;
+			wqe->state = WQE_DONE;
 			completer_advance(qp);
 			continue;
 		}
 		if (k->read_atomic)
-			qp->rd_atomic_out++;
-		if (!qp->timer_ns && qp->attr.timeout)
+			qp->req.rd_atomic_out++;
+		if (!qp->comp.timer_ns && qp->attr.timeout)
 			qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 	}
 }
@@ -422,7 +405,7 @@ static void requester_progress_unlock(struct emu_qp *qp)
 	struct conn *c;
 
 	requester_fill(qp, &b, UINT_MAX);
-	c = qp->req_conn;
+	c = qp->streams.req;
 	if (!b.nframes || !c) {
 		pthread_mutex_unlock(&qp->lock);
 		tx_batch_release(&b);
@@ -435,40 +418,40 @@ static void requester_progress_unlock(struct emu_qp *qp)
 }
 
 /*
- * A chain is checked whole before any of it is queued: a failed post queues nothing, which
+ * The WRs are checked together before any is queued: a failed post queues nothing, which
  * is also what ibv_wr_complete(3) promises for the chains the wr_* API builds.
  */
-int emu_qp_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+int emu_qp_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
+		     unsigned int *bad)
 {
-	struct ibv_send_wr *w;
 	uint32_t room;
 	uint64_t length;
 	int ret = 0;
 
 	pthread_mutex_lock(&qp->lock);
 	if (qp->type == IBV_QPT_UD) {
-		ret = ud_post_send(qp, wr, bad_wr);
+		ret = ud_post_send(qp, wr, n, bad);
 		pthread_mutex_unlock(&qp->lock);
 		return ret;
 	}
-	room = qp->cap.max_send_wr - (qp->sq_head - qp->sq_tail);
-	for (w = wr; w; w = w->next, room--) {
+	room = qp->cap.max_send_wr - (qp->sq.head - qp->comp.tail);
+	for (unsigned int i = 0; i < n; i++) {
 		/* As rxe: a send queue is only open from RTS on (and in ERR, to be flushed). */
-		ret = qp->state < IBV_QPS_RTS ? EINVAL : validate_wr(qp, w, &length);
-		if (!ret && !room)
+		ret = qp->state < IBV_QPS_RTS ? EINVAL : validate_wr(qp, &wr[i], &length);
+		if (!ret && i >= room)
 			ret = ENOMEM;
 		if (ret) {
-			*bad_wr = w;
+			*bad = i;
 			pthread_mutex_unlock(&qp->lock);
 			return ret;
 		}
 	}
-	for (w = wr; w; w = w->next) {
-		validate_wr(qp, w, &length);
-		queue_wr(qp, w, length);
+	for (unsigned int i = 0; i < n; i++) {
+		validate_wr(qp, &wr[i], &length);
+		queue_wr(qp, &wr[i], length);
 	}
 	if (qp->state == IBV_QPS_ERR)
-		qp_error(qp, (enum ibv_event_type)-1);
+		qp_flush(qp);
 	requester_progress_unlock(qp);
 	return 0;
 }

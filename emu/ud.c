@@ -121,10 +121,11 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 	}
 	if (GRH_LEN + pkt->payload_len > sge_total_length(rwqe.sge, rwqe.num_sge)) {
 		qp_complete_recv(qp, &rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, false);
-		qp_error(qp, (enum ibv_event_type)-1);
+		qp_to_error(qp);
 		return;
 	}
 	build_grh(grh, sgid, dgid, (uint32_t)pkt->payload_len);
+	sink.mem = qp->engine->mem;
 	sink.pd_handle = rwqe.pd_handle;
 	sink.sge = rwqe.sge;
 	sink.num_sge = rwqe.num_sge;
@@ -133,7 +134,7 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 	if (sink.failure != MEM_ACCESS_OK) {
 		qp_complete_recv(qp, &rwqe, mem_access_local_wc_status(sink.failure), IBV_WC_RECV,
 				 0, 0, 0, false);
-		qp_error(qp, (enum ibv_event_type)-1);
+		qp_to_error(qp);
 		return;
 	}
 	wc.wr_id = rwqe.wr_id;
@@ -148,7 +149,7 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 		wc.imm_data = pkt->imm;
 	}
 	if (!emu_cq_push(qp->recv_cq, &wc, pkt->solicited) && qp->state != IBV_QPS_ERR)
-		qp_error(qp, IBV_EVENT_QP_FATAL);
+		qp_fatal(qp, IBV_EVENT_QP_FATAL);
 }
 
 /*
@@ -208,7 +209,7 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 		if (frame_len != (uint32_t)n - 4 || !(wire_opcodes[buf[4]].flags & OPF_DATAGRAM) ||
 		    wire_parse(buf + 4, frame_len, &pkt))
 			continue;
-		qp = engine_find_qp(the_engine_of_watch(w), pkt.qpn);
+		qp = engine_find_qp(l->engine, pkt.qpn);
 		if (!qp || qp->type != IBV_QPT_UD)
 			continue;
 		pthread_mutex_lock(&qp->lock);
@@ -218,14 +219,88 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 	}
 }
 
-/* Sends one UD work request; qp->lock held. Returns the completion status. */
-static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct ibv_send_wr *wr)
+/*
+ * Control messages of a datagram: the source address (the AV's source GID), so that the
+ * receiver's GRH names the right sender, and the AV's traffic class and hop limit, which a
+ * RoCE v2 device puts in the IP header. The whole buffer is zeroed, padding included: the
+ * kernel is handed every byte.
+ */
+union ud_control {
+	struct cmsghdr align;
+	char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int))];
+};
+
+static struct cmsghdr *add_cmsg(struct msghdr *msg, struct cmsghdr *prev, int level, int type,
+				size_t len)
 {
-	const struct emu_ah *ah = (const struct emu_ah *)wr->wr.ud.ah;
+	struct cmsghdr *c = prev ? CMSG_NXTHDR(msg, prev) : CMSG_FIRSTHDR(msg);
+
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(len);
+	return c;
+}
+
+static void add_int_cmsg(struct msghdr *msg, struct cmsghdr **at, int level, int type, int v)
+{
+	*at = add_cmsg(msg, *at, level, type, sizeof(v));
+	memcpy(CMSG_DATA(*at), &v, sizeof(v));
+}
+
+static void set_control(struct msghdr *msg, union ud_control *control, const struct emu_av *av)
+{
+	bool v4 = !memcmp(av->dgid, v4_prefix, 12);
+	struct cmsghdr *c;
+
+	memset(control, 0, sizeof(*control));
+	msg->msg_control = control->buf;
+	msg->msg_controllen = sizeof(control->buf);
+	c = add_cmsg(msg, NULL, IPPROTO_IPV6, IPV6_PKTINFO, sizeof(struct in6_pktinfo));
+	memcpy(&((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, av->sgid, 16);
+	/* A v4-mapped destination goes out as IPv4: its header takes IP_TOS and IP_TTL. */
+	add_int_cmsg(msg, &c, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TOS : IPV6_TCLASS,
+		     av->traffic_class);
+	if (av->hop_limit)
+		add_int_cmsg(msg, &c, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TTL : IPV6_HOPLIMIT,
+			     av->hop_limit);
+	msg->msg_controllen = (size_t)((char *)c + CMSG_SPACE(sizeof(int)) - control->buf);
+}
+
+/* The payload's iovecs, each local key checked and held in refs; a completion status. */
+static enum ibv_wc_status gather(struct emu_qp *qp, const struct emu_send_wr *wr,
+				 struct iovec *iov, int *niov, struct mem_region **refs, int *nrefs)
+{
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *sge = &wr->sg_list[i];
+		enum mem_access_result r;
+		void *host;
+
+		if (wr->send_flags & IBV_SEND_INLINE) {
+			iov[*niov].iov_base = (void *)(uintptr_t)sge->addr;
+			iov[(*niov)++].iov_len = sge->length;
+			continue;
+		}
+		if (!sge->length)
+			continue;
+		r = mr_check_local_access(qp->engine->mem, sge->lkey, qp->pd_handle, 0, sge->addr,
+					  sge->length, &refs[*nrefs], &host);
+		if (r != MEM_ACCESS_OK)
+			return mem_access_local_wc_status(r);
+		(*nrefs)++;
+		iov[*niov].iov_base = host;
+		iov[(*niov)++].iov_len = sge->length;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+/* Sends one UD work request; qp->lock held. Returns the completion status. */
+static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send_wr *wr)
+{
+	const struct emu_av *av = wr->ud.av;
 	struct wire_packet pkt = {
 		.opcode = wr->opcode == IBV_WR_SEND_WITH_IMM ? OP_UD_SEND_ONLY_IMM : OP_UD_SEND_ONLY,
-		.qpn = wr->wr.ud.remote_qpn & BTH_QPN_MASK,
-		.psn = qp->next_psn,
+		.qpn = wr->ud.remote_qpn & BTH_QPN_MASK,
+		.psn = qp->req.psn,
 		.solicited = wr->send_flags & IBV_SEND_SOLICITED,
 		.imm = wr->imm_data,
 		.src_qp = qp->qpn,
@@ -234,63 +309,26 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct ibv_send
 	struct iovec iov[1 + EMU_MAX_SGE];
 	struct mem_region *refs[EMU_MAX_SGE];
 	struct sockaddr_in6 to = { .sin6_family = AF_INET6 };
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-	} control;
-	struct msghdr msg = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = iov,
-			      .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
-	struct cmsghdr *cmsg;
-	enum ibv_wc_status status = IBV_WC_SUCCESS;
+	union ud_control control;
+	struct msghdr msg = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = iov };
+	enum ibv_wc_status status;
 	uint64_t length = sge_total_length(wr->sg_list, wr->num_sge);
 	int niov = 1, nrefs = 0;
 
 	/* A controlled Q_Key in the WR means "use the QP's own" (IBTA 10.2.5). */
-	pkt.qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? qp->attr.qkey : wr->wr.ud.remote_qkey;
+	pkt.qkey = (wr->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey : wr->ud.remote_qkey;
 	pkt.payload_len = length;
-	qp->next_psn = (qp->next_psn + 1) & BTH_PSN_MASK;
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		for (int i = 0; i < wr->num_sge; i++) {
-			iov[niov].iov_base = (void *)(uintptr_t)wr->sg_list[i].addr;
-			iov[niov++].iov_len = wr->sg_list[i].length;
-		}
-	} else {
-		for (int i = 0; i < wr->num_sge; i++) {
-			const struct ibv_sge *sge = &wr->sg_list[i];
-			enum mem_access_result r;
-			void *host;
-
-			if (!sge->length)
-				continue;
-			r = mr_check_local_access(the_mem_table(), sge->lkey, qp->pd_handle, 0,
-						  sge->addr, sge->length, &refs[nrefs], &host);
-			if (r != MEM_ACCESS_OK) {
-				status = mem_access_local_wc_status(r);
-				goto out;
-			}
-			nrefs++;
-			iov[niov].iov_base = host;
-			iov[niov++].iov_len = sge->length;
-		}
-	}
+	qp->req.psn = (qp->req.psn + 1) & BTH_PSN_MASK;
+	status = gather(qp, wr, iov, &niov, refs, &nrefs);
 	/* Longer than the path MTU: like rxe, the packet is not sent and the WR succeeds. */
-	if (length > EMU_PORT_MAX_MSG_UD)
+	if (status != IBV_WC_SUCCESS || length > EMU_PORT_MAX_MSG_UD)
 		goto out;
 	iov[0].iov_base = hdr;
 	iov[0].iov_len = wire_build(hdr, &pkt);
 	msg.msg_iovlen = (size_t)niov;
-	memcpy(&to.sin6_addr, ah->dgid, 16);
+	memcpy(&to.sin6_addr, av->dgid, 16);
 	to.sin6_port = htons((uint16_t)(pkt.qpn >> 8));
-	/*
-	 * From the AH's source GID, so the receiver's GRH names the right sender. The whole
-	 * control buffer is zeroed, padding included: the kernel is handed every byte.
-	 */
-	memset(&control, 0, sizeof(control));
-	cmsg = CMSG_FIRSTHDR(&msg);
-	cmsg->cmsg_level = IPPROTO_IPV6;
-	cmsg->cmsg_type = IPV6_PKTINFO;
-	cmsg->cmsg_len = CMSG_LEN(sizeof(struct in6_pktinfo));
-	memcpy(&((struct in6_pktinfo *)CMSG_DATA(cmsg))->ipi6_addr, ah->sgid, 16);
+	set_control(&msg, &control, av);
 	if (sendmsg(qp->udp_fd, &msg, MSG_DONTWAIT) < 0) {
 		/* Dropped on the way, as a datagram may be: UD does not report it. */
 	}
@@ -300,32 +338,36 @@ out:
 	return status;
 }
 
-int ud_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static bool ud_wr_valid(const struct emu_qp *qp, const struct emu_send_wr *w)
 {
-	for (struct ibv_send_wr *w = wr; w; w = w->next) {
-		bool inline_wr = w->send_flags & IBV_SEND_INLINE;
+	bool inline_wr = w->send_flags & IBV_SEND_INLINE;
 
-		if (qp->state < IBV_QPS_RTS || (w->opcode != IBV_WR_SEND &&
-						w->opcode != IBV_WR_SEND_WITH_IMM) ||
-		    !w->wr.ud.ah || w->num_sge < 0 ||
-		    (!inline_wr && (uint32_t)w->num_sge > qp->cap.max_send_sge) ||
-		    (inline_wr && sge_total_length(w->sg_list, w->num_sge) >
-				  qp->cap.max_inline_data)) {
-			*bad_wr = w;
+	return qp->state >= IBV_QPS_RTS &&
+	       (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) && w->ud.av &&
+	       w->num_sge >= 0 &&
+	       (inline_wr || (uint32_t)w->num_sge <= qp->cap.max_send_sge) &&
+	       (!inline_wr || sge_total_length(w->sg_list, w->num_sge) <= qp->cap.max_inline_data);
+}
+
+int ud_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
+		 unsigned int *bad)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (!ud_wr_valid(qp, &wr[i])) {
+			*bad = i;
 			return EINVAL;
 		}
-	}
-	for (; wr; wr = wr->next) {
-		struct send_wqe wqe = { .wr = *wr, .signaled = qp->sq_sig_all ||
-							      (wr->send_flags & IBV_SEND_SIGNALED) };
+	for (unsigned int i = 0; i < n; i++) {
+		struct send_wqe wqe = { .wr = wr[i], .signaled = qp->sq_sig_all ||
+							       (wr[i].send_flags & IBV_SEND_SIGNALED) };
 		enum ibv_wc_status st = IBV_WC_WR_FLUSH_ERR;
 
-		wqe.length = sge_total_length(wr->sg_list, wr->num_sge);
+		wqe.length = sge_total_length(wr[i].sg_list, wr[i].num_sge);
 		if (qp->state != IBV_QPS_ERR)
-			st = send_datagram(qp, wr);
+			st = send_datagram(qp, &wr[i]);
 		qp_complete_send(qp, &wqe, st);
 		if (st != IBV_WC_SUCCESS && qp->state != IBV_QPS_ERR)
-			qp_error(qp, (enum ibv_event_type)-1);
+			qp_to_error(qp);
 	}
 	return 0;
 }

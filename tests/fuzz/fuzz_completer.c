@@ -49,14 +49,14 @@ static void feed_on_engine(struct fuzz_env *env, int fd)
 	if (!c)
 		abort();
 	pthread_mutex_lock(&qp->lock);
-	if (qp->req_conn)
-		conn_close(qp->req_conn);	/* to port 1: refused anyway */
+	if (qp->streams.req)
+		conn_close(qp->streams.req);	/* to port 1: refused anyway */
 	/* Our stream, as if the QP had opened it and the peer had answered the hello. */
 	c->initiator = true;
 	c->state = CONN_OPEN;
 	c->qp = qp;
-	qp->req_conn = c;
-	qp->timer_ns = 0;
+	qp->streams.req = c;
+	qp->comp.timer_ns = 0;
 	pthread_mutex_unlock(&qp->lock);
 	post(env);
 	for (int turn = 0; c->state != CONN_CLOSED && turn < 64; turn++)
