@@ -36,6 +36,11 @@ int ud_socket_open(uint16_t port)
 	/* The receiver needs the address a datagram was sent to: it is the GRH's DGID. */
 	setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
 	setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+	/* And the IP header's traffic class and hop limit, which the GRH reports too. */
+	setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof(on));
 	/*
 	 * A sender's datagrams are not flow controlled, as on a lossless RoCE fabric they need
 	 * not be; what stands in for the fabric's buffering is this socket's. Ask for a deep
@@ -67,18 +72,28 @@ static uint16_t ipv4_checksum(const uint8_t *hdr)
  * The 40 bytes a RoCE v2 device puts before a UD payload: an IPv6 header, or for IPv4 the
  * IPv4 header in the last 20 bytes, which is where libibverbs' ibv_init_ah_from_wc() looks.
  */
-static void build_grh(uint8_t grh[GRH_LEN], const uint8_t sgid[16], const uint8_t dgid[16],
-		      uint32_t payload_len)
+/* What the IP header of an arriving datagram said, for its GRH. */
+struct ud_arrival {
+	uint8_t sgid[16];	/* its source address */
+	uint8_t dgid[16];	/* the address it was sent to */
+	uint8_t traffic_class;
+	uint8_t hop_limit;
+};
+
+static void build_grh(uint8_t grh[GRH_LEN], const struct ud_arrival *a, uint32_t payload_len)
 {
+	const uint8_t *sgid = a->sgid, *dgid = a->dgid;
+
 	memset(grh, 0, GRH_LEN);
 	if (!memcmp(sgid, v4_prefix, 12) && !memcmp(dgid, v4_prefix, 12)) {
 		uint8_t *ip = grh + 20;
 		uint16_t total = (uint16_t)(20 + 8 + payload_len), csum;
 
 		ip[0] = 0x45;
+		ip[1] = a->traffic_class;
 		ip[2] = total >> 8;
 		ip[3] = total & 0xff;
-		ip[8] = 64;	/* TTL */
+		ip[8] = a->hop_limit;
 		ip[9] = IPPROTO_UDP;
 		memcpy(ip + 12, sgid + 12, 4);
 		memcpy(ip + 16, dgid + 12, 4);
@@ -87,17 +102,18 @@ static void build_grh(uint8_t grh[GRH_LEN], const uint8_t sgid[16], const uint8_
 		ip[11] = csum & 0xff;
 		return;
 	}
-	grh[0] = 0x60;	/* version 6 */
+	grh[0] = 0x60 | a->traffic_class >> 4;	/* version 6, then the traffic class */
+	grh[1] = (uint8_t)(a->traffic_class << 4);
 	grh[4] = (uint8_t)((payload_len + 8) >> 8);
 	grh[5] = (uint8_t)(payload_len + 8);
 	grh[6] = IPPROTO_UDP;
-	grh[7] = 64;	/* hop limit */
+	grh[7] = a->hop_limit;
 	memcpy(grh + 8, sgid, 16);
 	memcpy(grh + 24, dgid, 16);
 }
 
 static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const uint8_t *payload,
-		       const uint8_t sgid[16], const uint8_t dgid[16])
+		       const struct ud_arrival *arrival)
 {
 	struct ibv_sge sge[EMU_MAX_SGE];
 	struct recv_wqe rwqe = { .sge = sge };
@@ -124,7 +140,7 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 		qp_to_error(qp);
 		return;
 	}
-	build_grh(grh, sgid, dgid, (uint32_t)pkt->payload_len);
+	build_grh(grh, arrival, (uint32_t)pkt->payload_len);
 	sink.mem = qp->engine->mem;
 	sink.pd_handle = rwqe.pd_handle;
 	sink.sge = rwqe.sge;
@@ -152,11 +168,23 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 		qp_fatal(qp, IBV_EVENT_QP_FATAL);
 }
 
+static uint8_t cmsg_byte(const struct cmsghdr *c)
+{
+	int v = 0;
+
+	/* IP_TOS arrives as one byte; the others as an int. */
+	if (c->cmsg_len == CMSG_LEN(1))
+		return *CMSG_DATA(c);
+	memcpy(&v, CMSG_DATA(c), sizeof(v));
+	return (uint8_t)v;
+}
+
 /*
- * From a datagram's control messages: the address it was sent to, and the count of
- * datagrams the socket has dropped for want of buffer space (a running total).
+ * From a datagram's control messages: the address it was sent to, its traffic class and
+ * hop limit, and the count of datagrams the socket has dropped for want of buffer space
+ * (a running total).
  */
-static void read_control(struct msghdr *msg, uint8_t dgid[16], struct emu_listener *l)
+static void read_control(struct msghdr *msg, struct ud_arrival *a, struct emu_listener *l)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
@@ -165,16 +193,17 @@ static void read_control(struct msghdr *msg, uint8_t dgid[16], struct emu_listen
 			memcpy(&total, CMSG_DATA(c), sizeof(total));
 			counter_add(EMU_CNT_RCV_BUFFER_DROPS, total - l->udp_overflows);
 			l->udp_overflows = total;
-			continue;
-		}
-		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
-			memcpy(dgid, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
-			continue;
-		}
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
-			memcpy(dgid, v4_prefix, 12);
-			memcpy(dgid + 12, &((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr, 4);
-			continue;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			memcpy(a->dgid, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			memcpy(a->dgid, v4_prefix, 12);
+			memcpy(a->dgid + 12, &((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr, 4);
+		} else if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
+			   (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)) {
+			a->traffic_class = cmsg_byte(c);
+		} else if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) ||
+			   (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT)) {
+			a->hop_limit = cmsg_byte(c);
 		}
 	}
 }
@@ -183,7 +212,7 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 {
 	struct emu_listener *l = container_of(w, struct emu_listener, udp_watch);
 	static uint8_t buf[UD_MAX_DATAGRAM + 1];
-	char control[128];
+	char control[256];
 
 	(void)revents;
 	for (int i = 0; i < 64; i++) {
@@ -192,7 +221,7 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 		struct msghdr msg = { .msg_name = &from, .msg_namelen = sizeof(from),
 				      .msg_iov = &iov, .msg_iovlen = 1,
 				      .msg_control = control, .msg_controllen = sizeof(control) };
-		uint8_t dgid[16] = { 0 };
+		struct ud_arrival arrival = { .hop_limit = 64 };
 		struct wire_packet pkt;
 		struct emu_qp *qp;
 		uint32_t frame_len;
@@ -200,7 +229,8 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 
 		if (n < 0)
 			return;
-		read_control(&msg, dgid, l);
+		read_control(&msg, &arrival, l);
+		memcpy(arrival.sgid, &from.sin6_addr, 16);
 		/* A datagram is one whole frame, or it is dropped, as a bad packet is. */
 		if (n < 5 || (size_t)n > UD_MAX_DATAGRAM)
 			continue;
@@ -213,8 +243,7 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 		if (!qp || qp->type != IBV_QPT_UD)
 			continue;
 		pthread_mutex_lock(&qp->lock);
-		ud_receive(qp, &pkt, buf + 4 + wire_opcodes[pkt.opcode].hdr_len,
-			   (const uint8_t *)&from.sin6_addr, dgid);
+		ud_receive(qp, &pkt, buf + 4 + wire_opcodes[pkt.opcode].hdr_len, &arrival);
 		pthread_mutex_unlock(&qp->lock);
 	}
 }
