@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "emu/conn.h"
 #include "emu/cq.h"
 #include "emu/io.h"
 #include "emu/limits.h"
@@ -35,100 +36,6 @@
 struct emu_engine;
 struct emu_srq;
 struct conn;
-
-/* Where an incoming payload goes; re-validated for every chunk placed (emu/mr.h). */
-enum sink_kind { SINK_DISCARD, SINK_REMOTE, SINK_LOCAL };
-
-struct rx_sink {
-	enum sink_kind kind;
-	struct mem_table *mem;	/* where the keys are looked up (not SINK_DISCARD) */
-	uint32_t pd_handle;
-	int qp_access;		/* SINK_REMOTE: the QP's rights */
-	uint32_t qpn;		/* SINK_REMOTE: the QP (a type 2 window is bound to one) */
-	int needed;		/* access right each chunk needs */
-	uint32_t rkey;		/* SINK_REMOTE */
-	uint64_t va;		/* SINK_REMOTE */
-	const struct ibv_sge *sge;	/* SINK_LOCAL */
-	int num_sge;
-	uint64_t offset;	/* bytes placed so far */
-	enum mem_access_result failure;	/* first refusal; the rest is discarded */
-};
-
-struct engine_call {
-	struct engine_call *next;
-	void (*fn)(void *arg);
-	void *arg;
-	bool done;
-};
-
-enum conn_state { CONN_CONNECTING, CONN_HELLO, CONN_OPEN, CONN_CLOSED };
-
-struct tx_chunk {
-	struct tx_chunk *next;
-	size_t len, off;
-	uint8_t data[];
-};
-
-/*
- * Frames built under a QP's lock and sent with one sendmsg: the requester gathers every WR
- * a post (or a completion) lets go, and the poster sends them after dropping the QP's lock.
- */
-#define TX_BATCH_FRAMES	16
-#define PEER_MEM_DESC_LEN	16	/* per segment: address, length (big-endian u64) */
-#define TX_BATCH_IOVS	(TX_BATCH_FRAMES * (1 + 4))	/* most WRs have few SGEs */
-
-struct tx_batch {
-	int nframes, niov, nrefs;
-	struct iovec iov[TX_BATCH_IOVS];
-	struct mem_region *refs[TX_BATCH_IOVS];	/* held until sent */
-	uint8_t hdr[TX_BATCH_FRAMES][4 + WIRE_MAX_HDR];
-	uint8_t desc[TX_BATCH_FRAMES][EMU_MAX_SGE * PEER_MEM_DESC_LEN];	/* by reference */
-};
-
-/* A requester whose memory a responder reads (the same-host path, peer_mem.c). */
-struct peer_mem {
-	pid_t pid;
-	uint64_t cookie_addr;
-	uint8_t cookie[16];
-};
-
-struct conn {
-	struct emu_engine *engine;
-	struct io_watch watch;
-	enum conn_state state;
-	bool initiator;		/* we connected: our requests, their responses */
-	bool paused;		/* responder QP not ready for requests yet */
-	struct emu_qp *qp;
-	struct sockaddr_in6 peer;
-
-	/* receive side: engine thread only */
-	uint8_t *stage;		/* bytes read ahead of the frame being parsed */
-	size_t stage_len, stage_off;
-	bool in_payload;
-	bool expect_large;	/* the last frame's payload went straight into its target */
-	uint64_t payload_left;
-	struct wire_packet pkt;
-	struct rx_sink sink;
-
-	/* send side: any thread, under tx_lock */
-	pthread_mutex_t tx_lock;
-	struct tx_chunk *txq, *txq_tail;
-	bool want_out;
-	bool tx_error;
-	bool kicked;			/* on the engine's list of streams with staged frames */
-	struct conn *next_kicked;
-	struct engine_call out_call;	/* asks the engine to watch for POLLOUT */
-	/* The same-host path (peer_mem.c): a responder's stream knows the requester's pid
-	 * once verified; a requester's, whether it offered the path and whether the
-	 * responder took it (PEER_MEMORY). */
-	struct peer_mem peer_mem;	/* pid 0: not verified */
-	bool peer_mem_offered;
-	bool peer_reads;
-	struct iovec pull[EMU_MAX_SGE];	/* a by-reference request's payload, over there */
-	int npull;
-	uint32_t hello_src_qpn;
-	struct conn *next_closed;	/* freed by the engine once no backend call can see it */
-};
 
 /*
  * A send WQE's life: queued by the poster, sent by the requester, done when the completer
@@ -226,10 +133,12 @@ struct qp_resp_info {
 	uint32_t atomics_done;		/* since RESET; the next goes to % EMU_MAX_QP_RD_ATOM */
 };
 
-/* A connected QP's two streams (emu/qp_stream.c is their one owner). */
+/* A connected QP's streams (emu/qp_stream.c is their one owner). */
 struct qp_streams {
 	struct conn *req;		/* the one we opened: our requests, their responses */
 	struct conn *resp;		/* the one the peer opened: its requests */
+	struct conn *candidates;	/* the peer's (so they say), not bound yet */
+	int ncandidates;
 	bool connect_pending;		/* connect_call queued on the engine */
 	struct engine_call connect_call;
 };
@@ -251,7 +160,7 @@ struct emu_qp {
 	struct emu_cq *send_cq, *recv_cq;
 	struct emu_srq *srq;	/* its receives come from this SRQ; NULL: from rq */
 	struct ibv_qp_cap cap;
-	int udp_fd;		/* UD: its listener's datagram socket */
+	struct emu_listener *listener;	/* whose port its QPN holds (UD: its sockets) */
 	struct fault_qp *faults;	/* SOFTRDMA_FAULTS (emu/fault.h); NULL: none */
 
 	enum ibv_qp_state state;
@@ -268,21 +177,38 @@ struct emu_qp {
 	struct qp_streams streams;
 };
 
+/* One address of a listener: a TCP socket for streams and handshakes, a UDP one for UD. */
+struct listen_socket {
+	struct emu_listener *owner;
+	struct sockaddr_in6 addr;	/* with the listener's port */
+	int tcp_fd, udp_fd;
+	struct io_watch tcp_watch, udp_watch;
+	uint32_t udp_overflows;		/* the UDP socket's drop count (SO_RXQ_OVFL) last seen */
+};
+
+#define LISTENER_HALF_OPEN	64	/* connections accepted that have not said what for */
+
+/* A port number: the QPNs port << 8 | 0..255 (emu/listener.c). Engine thread but qps/used. */
 struct emu_listener {
 	struct emu_engine *engine;
-	int fd;
 	uint16_t port;
-	struct io_watch watch;
-	int udp_fd;			/* UD QPs: the same port number, UDP */
-	struct io_watch udp_watch;
-	uint32_t udp_overflows;	/* the socket's drop count (SO_RXQ_OVFL) last seen */
-	struct emu_qp *qps[QPS_PER_LISTENER];
+	struct listen_socket *socks;	/* one per address of the device */
+	int nsocks;
+	int half_open;			/* its handshakes not done yet */
+	uint64_t resume_ns;		/* accepting again then (out of descriptors); 0: accepting */
+	struct emu_qp *qps[QPS_PER_LISTENER];	/* under engine->lock */
 	int used;
 };
 
+struct handshake;
+struct ucred;
 
+/*
+ * The process's engine. lock guards the QP table (listeners and their qps), the call
+ * queue and refs; everything else is the engine thread's own.
+ */
 struct emu_engine {
-	pthread_mutex_t lock;		/* QP table, listeners, call queue */
+	pthread_mutex_t lock;
 	pthread_cond_t call_done;
 	pthread_t thread;
 	int refs;
@@ -293,10 +219,18 @@ struct emu_engine {
 	bool stopping;
 	struct emu_listener **listeners;
 	int nlisteners;
+	struct sockaddr_in6 *addrs;	/* where listeners listen: the GID table's addresses */
+	int naddrs;
 	struct mem_table *mem;
 	atomic_int srqs;		/* SRQs in existence, at most EMU_MAX_SRQ */
 	struct conn *closed;		/* waiting to be freed after the current wait() */
 	struct conn *kicked;		/* staged frames to process before waiting again */
+	struct handshake *handshakes;	/* emu/handshake.c, with their deadlines */
+	int nhandshakes;
+	int local_fd;			/* the same-host path's AF_UNIX socket, or -1 */
+	bool local_failed;
+	struct io_watch local_watch;
+	char local_name[WIRE_LOCAL_NAME_LEN];
 	_Atomic uint64_t next_timer_ns;
 };
 
@@ -309,7 +243,7 @@ void engine_call_async(struct emu_engine *e, struct engine_call *call);
 bool engine_on_thread(struct emu_engine *e);
 struct emu_qp *engine_find_qp(struct emu_engine *e, uint32_t qpn);
 void engine_timer_changed(struct emu_engine *e, uint64_t deadline_ns);
-void engine_watch(struct emu_engine *e, struct io_watch *w);
+int engine_watch(struct emu_engine *e, struct io_watch *w);
 void engine_unwatch(struct emu_engine *e, struct io_watch *w);
 void engine_rewatch(struct emu_engine *e, struct io_watch *w);
 /* Engine thread: process c's staged frames after this round of I/O (not nested in a lock). */
@@ -318,46 +252,72 @@ void engine_unkick(struct emu_engine *e, struct conn *c);	/* c is going away */
 int engine_register_qp(struct emu_engine *e, struct emu_qp *qp);
 void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp);
 
+/* listener.c */
+/* The addresses to listen on, from the GID table (kernel-abi/host_gids.h): count or -errno. */
+int listener_addresses(struct sockaddr_in6 **out);
+int listener_open(struct emu_engine *e, struct emu_listener **out);
+int listener_watch(struct emu_listener *l);	/* engine thread */
+void listener_unwatch(struct emu_listener *l, int n);	/* engine thread: its first n sockets */
+void listener_free(struct emu_listener *l);
+/* The UD socket bound to sgid's address, or -1. */
+int listener_udp_fd(const struct emu_listener *l, const uint8_t sgid[16]);
+/* Engine thread: resumes accepting after a backoff; the next deadline or UINT64_MAX. */
+uint64_t listener_timer(struct emu_listener *l, uint64_t now);
+
+/* handshake.c: engine thread */
+void handshake_accept(struct emu_listener *l, int fd, const struct sockaddr_in6 *peer);
+void handshake_local_accept(struct emu_engine *e, int fd);
+/* Asks the engine of c's claimed QPN whether c is its; qp_stream_verified() hears. */
+void handshake_verify(struct conn *c);
+/* Asks over AF_UNIX for the same-host path; on yes, peer_mem_grant(). */
+void handshake_local_ask(struct conn *c, const char *name);
+void handshake_cancel(struct handshake *h);
+uint64_t handshake_timers(struct emu_engine *e, uint64_t now);
+void handshake_stop_all(struct emu_engine *e);
+#ifdef SOFTRDMA_FUZZ_HOOKS
+/* tests/fuzz: reads the hello already in fd at once and believes its claim; the stream. */
+struct conn *handshake_fuzz_stream(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
+#endif
+
+/* qp_stream.c: engine thread; qp->lock held where it says so */
+void qp_stream_open(struct emu_qp *qp);		/* qp->lock held */
+void qp_stream_open_later(struct emu_qp *qp);	/* any thread, qp->lock held */
+/* A STREAM hello named qp: fd becomes a candidate stream, whose verification starts. */
+void qp_stream_offered(struct emu_qp *qp, int fd, const struct sockaddr_in6 *peer,
+		       const struct sockaddr_in6 *local, uint32_t src_qpn);
+/* The verification of candidate c ended: v NULL is no. */
+void qp_stream_verified(struct conn *c, const struct wire_verdict *v);
+void qp_stream_bind_pending(struct emu_qp *qp);	/* qp->lock held: after RTR */
+void qp_stream_closed(struct emu_qp *qp, struct conn *c);	/* qp->lock held */
+void qp_streams_close(struct emu_qp *qp);		/* qp->lock held */
+/*
+ * Our stream that question q describes, or NULL; reader non-NULL: asked over AF_UNIX by
+ * that process of our user, which may then read the stream's payloads.
+ */
+struct conn *qp_stream_vouch(struct emu_engine *e, const struct wire_hello *q,
+			     const struct ucred *reader);
+
 /* peer_mem.c: the same-host path */
 #define PEER_MEM_MIN		16384	/* smaller payloads are as cheap to send over TCP */
-/* Fills the hello's same-host fields; false when the path is off (nothing offered). */
-bool peer_mem_offer(struct wire_hello *h);
-/* Whether the requester's memory can be read (its cookie checks out); fills pm. */
-bool peer_mem_accept(const struct wire_hello *h, struct peer_mem *pm);
-/* After a read: the process is still the peer (its pid was not reused meanwhile). */
+bool peer_mem_enabled(void);		/* SOFTRDMA_SAME_HOST is not 0 */
+/* The engine's AF_UNIX name, made on first use; NULL when the path is off. */
+const char *peer_mem_local_name(struct emu_engine *e);
+void peer_mem_stop(struct emu_engine *e);
+/*
+ * The kernel named pid as c's requester, whose answer put WIRE_PROBE at probe_addr: if
+ * that can be read, read its payloads from now on, and say so.
+ */
+void peer_mem_grant(struct conn *c, pid_t pid, uint64_t probe_addr);
+/* Where WIRE_PROBE lies in this process (a LOCAL_CLAIM's answer says it). */
+uint64_t peer_mem_probe_addr(void);
+void peer_mem_release(struct peer_mem *pm);
+/* After a read: the process is still the peer (it has not exited, its pid not reused). */
 bool peer_mem_still_there(const struct peer_mem *pm);
 /* Writes the descriptor of iov into desc (PEER_MEM_DESC_LEN each); returns its length. */
 unsigned int peer_mem_describe(uint8_t *desc, const struct iovec *iov, int niov);
 /* 0, or EPROTO for a descriptor a sane peer would not send. */
 int peer_mem_parse(const uint8_t *desc, uint64_t len, struct iovec *remote, int *nremote,
 		   uint64_t *total);
-
-/* conn.c */
-struct conn *conn_connect(struct emu_qp *qp);	/* engine thread */
-/* The stream, or NULL (fd closed); the fuzz harnesses read it at once (tests/fuzz). */
-struct conn *conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
-/* Sends one frame: header bytes then payload iovecs; queues what the socket won't take. */
-int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
-		    const struct iovec *payload, int niov);
-/*
- * Sends a batch. conn_send_batch takes c->tx_lock itself; a poster holding qp->lock may
- * instead conn_tx_lock(c), drop qp->lock (the stream cannot close under tx_lock: closing
- * needs both), then conn_send_batch_unlock(c, b), which sends and releases tx_lock.
- * Either way the batch's references are put afterwards with tx_batch_release().
- */
-/* Nothing of ours is queued, nor in the socket unsent (SIOCOUTQNSD; bytes the peer has but
- * has not acknowledged at the TCP level count as arrived): all we sent is with the peer. */
-bool conn_tx_drained(struct conn *c);
-void conn_tx_lock(struct conn *c);
-int conn_send_batch_unlock(struct conn *c, const struct tx_batch *b);
-int conn_send_batch(struct conn *c, const struct tx_batch *b);
-void tx_batch_release(struct tx_batch *b);
-void conn_close(struct conn *c);		/* engine thread */
-void conn_set_paused(struct conn *c, bool paused);	/* engine thread */
-/* The QP reached RTR: check the stream its peer opened and let its requests in. */
-void conn_bind_pending(struct emu_qp *qp);	/* engine thread, qp->lock held */
-/* Engine thread, no lock held: go on with frames already read into the staging buffer. */
-void conn_process_staged(struct conn *c);
 
 /* qp.c */
 /*
@@ -418,7 +378,8 @@ void completer_advance(struct emu_qp *qp);	/* qp->lock held */
 void ud_on_datagram(struct io_watch *w, uint32_t revents);	/* engine thread */
 int ud_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
 		 unsigned int *bad);
-int ud_socket_open(uint16_t port);
+/* A UD socket bound to addr (with its port): the fd, or -errno. */
+int ud_socket_open(const struct sockaddr_in6 *addr);
 
 /* srq.c: receive queues, and shared ones */
 int recv_queue_init(struct recv_queue *q, uint32_t depth, uint32_t max_sge);

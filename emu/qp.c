@@ -120,21 +120,13 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 	return 0;
 }
 
-static void close_streams(struct emu_qp *qp)
-{
-	if (qp->streams.req)
-		conn_close(qp->streams.req);
-	if (qp->streams.resp)
-		conn_close(qp->streams.resp);
-}
-
 static void destroy_on_engine(void *arg)
 {
 	struct emu_qp *qp = arg;
 
 	engine_unregister_qp(qp->engine, qp);
 	pthread_mutex_lock(&qp->lock);
-	close_streams(qp);
+	qp_streams_close(qp);
 	pthread_mutex_unlock(&qp->lock);
 }
 
@@ -404,17 +396,16 @@ static void transition_on_engine(void *arg)
 	pthread_mutex_lock(&qp->lock);
 	switch (t->next) {
 	case IBV_QPS_RESET:
-		close_streams(qp);
+		qp_streams_close(qp);
 		break;
 	case IBV_QPS_RTR:
-		conn_bind_pending(qp);
+		qp_stream_bind_pending(qp);
 		break;
 	case IBV_QPS_RTS:
 		if (!qp_is_connected(qp))
 			break;
-		conn_bind_pending(qp);
-		if (!qp->streams.req && qp->state == IBV_QPS_RTS)
-			qp->streams.req = conn_connect(qp);
+		qp_stream_bind_pending(qp);
+		qp_stream_open(qp);
 		requester_progress(qp);
 		break;
 	default:

@@ -156,17 +156,32 @@ static void finish_here(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_sta
 	completer_advance(qp);
 }
 
-/* Payload iovecs of wqe, each held by a reference until sent; false on a bad lkey. */
-static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct iovec *iov, int *niov,
-			   struct mem_region **refs, enum ibv_wc_status *status)
+/* A WQE's payload, gathered: where each piece is now, and where it is named by its key. */
+struct gathered {
+	int n;
+	struct iovec iov[EMU_MAX_SGE];
+	struct tx_piece piece[EMU_MAX_SGE];
+	struct mem_region *refs[EMU_MAX_SGE];	/* held until sent */
+};
+
+static void put_gathered(struct gathered *g)
 {
-	*niov = 0;
+	while (g->n)
+		if (g->refs[--g->n])
+			mr_put(g->refs[g->n]);
+}
+
+/* The payload of wqe, each SGE's lkey checked; false (and *status) on a bad one. */
+static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct gathered *g,
+			   enum ibv_wc_status *status)
+{
+	g->n = 0;
 	if (wqe->wr.send_flags & IBV_SEND_INLINE) {
 		if (wqe->length) {
-			iov[0].iov_base = wqe->inline_buf;
-			iov[0].iov_len = wqe->length;
-			refs[0] = NULL;
-			*niov = 1;
+			g->iov[0] = (struct iovec){ wqe->inline_buf, wqe->length };
+			g->piece[0].source = TX_COPY;
+			g->refs[0] = NULL;
+			g->n = 1;
 		}
 		return true;
 	}
@@ -178,17 +193,16 @@ static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct iovec
 		if (!sge->length)
 			continue;
 		r = mr_check_local_access(qp->engine->mem, sge->lkey, qp->pd_handle, 0, sge->addr,
-					  sge->length, &refs[*niov], &host);
+					  sge->length, &g->refs[g->n], &host);
 		if (r != MEM_ACCESS_OK) {
-			while (*niov)
-				if (refs[--*niov])
-					mr_put(refs[*niov]);
+			put_gathered(g);
 			*status = mem_access_local_wc_status(r);
 			return false;
 		}
-		iov[*niov].iov_base = host;
-		iov[*niov].iov_len = sge->length;
-		(*niov)++;
+		g->iov[g->n] = (struct iovec){ host, sge->length };
+		g->piece[g->n] = (struct tx_piece){ .source = TX_LOCAL_MR, .key = sge->lkey,
+						    .pd_handle = qp->pd_handle, .addr = sge->addr };
+		g->n++;
 	}
 	return true;
 }
@@ -239,18 +253,6 @@ static enum ibv_wc_status do_local_op(struct emu_qp *qp, struct send_wqe *wqe)
 	       IBV_WC_LOC_QP_OP_ERR : IBV_WC_SUCCESS;
 }
 
-static void connect_on_engine(void *arg)
-{
-	struct emu_qp *qp = arg;
-
-	pthread_mutex_lock(&qp->lock);
-	qp->streams.connect_pending = false;
-	if (!qp->streams.req && qp->state == IBV_QPS_RTS)
-		qp->streams.req = conn_connect(qp);
-	requester_progress(qp);
-	pthread_mutex_unlock(&qp->lock);
-}
-
 /*
  * The same-host path (peer_mem.c), for large payloads on a stream whose responder can read
  * our memory (only RC streams offer it: send_hello()). Not inline data: it lives in the
@@ -266,20 +268,19 @@ static bool by_reference(const struct emu_qp *qp, const struct send_wqe *wqe,
 /* Adds the frame built in b->hdr[b->nframes] for pkt: headers, then the payload or its
  * descriptor (b->desc[b->nframes]); b holds the payload's references until it is sent. */
 static void batch_add(struct tx_batch *b, unsigned int hdr_len, const struct wire_packet *pkt,
-		      const struct iovec *iov, int niov, struct mem_region *const *refs)
+		      const struct gathered *g)
 {
-	b->iov[b->niov].iov_base = b->hdr[b->nframes];
-	b->iov[b->niov++].iov_len = hdr_len;
+	tx_batch_add_copy(b, b->hdr[b->nframes], hdr_len);
 	if (pkt->by_ref) {
-		b->iov[b->niov].iov_base = b->desc[b->nframes];
-		b->iov[b->niov++].iov_len = pkt->payload_len;
+		tx_batch_add_copy(b, b->desc[b->nframes], pkt->payload_len);
+		for (int i = 0; i < g->n; i++)
+			if (g->refs[i])
+				b->refs[b->nrefs++] = g->refs[i];
 	} else {
-		for (int i = 0; i < niov; i++)
-			b->iov[b->niov++] = iov[i];
+		for (int i = 0; i < g->n; i++)
+			tx_batch_add_mem(b, g->iov[i].iov_base, g->iov[i].iov_len, &g->piece[i],
+					 g->refs[i]);
 	}
-	for (int i = 0; i < niov; i++)
-		if (refs[i])
-			b->refs[b->nrefs++] = refs[i];
 	b->nframes++;
 }
 
@@ -291,6 +292,20 @@ static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
 	tx_batch_release(b);
 }
 
+/* The stream to send on, opened if need be; NULL: not yet (its opening is under way). */
+static struct conn *request_stream(struct emu_qp *qp)
+{
+	if (qp->streams.req)
+		return qp->streams.req;
+	if (qp->comp.timer_ns && qp->comp.timer_kind == TIMER_CONNECT)
+		return NULL;	/* the retry timer reconnects */
+	if (engine_on_thread(qp->engine))
+		qp_stream_open(qp);
+	else
+		qp_stream_open_later(qp);
+	return qp->streams.req;
+}
+
 /*
  * Builds the request frames of every WQE that may go now into b (sending full batches on
  * the way), and advances the send queue as if they had left: if the stream breaks before
@@ -298,35 +313,18 @@ static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
  */
 static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int budget)
 {
-	if (qp->state != IBV_QPS_RTS || qp->req.next == qp->sq.head)
+	struct conn *c;
+
+	if (qp->state != IBV_QPS_RTS || qp->req.next == qp->sq.head || !(c = request_stream(qp)))
 		return;
-	if (!qp->streams.req) {
-		if (qp->comp.timer_ns && qp->comp.timer_kind == TIMER_CONNECT)
-			return;	/* the retry timer reconnects */
-		if (engine_on_thread(qp->engine)) {
-			qp->streams.req = conn_connect(qp);
-			if (!qp->streams.req)
-				return;
-		} else {
-			if (!qp->streams.connect_pending) {
-				qp->streams.connect_pending = true;
-				qp->streams.connect_call.fn = connect_on_engine;
-				qp->streams.connect_call.arg = qp;
-				engine_call_async(qp->engine, &qp->streams.connect_call);
-			}
-			return;
-		}
-	}
 	while (qp->req.next != qp->sq.head && budget) {
 		struct send_wqe *wqe = &qp->sq.wqe[qp->req.next % qp->cap.max_send_wr];
 		const struct wr_kind *k = wr_kind(wqe->wr.opcode);
-		struct mem_region *refs[EMU_MAX_SGE];
-		struct iovec iov[EMU_MAX_SGE];
+		struct gathered g = { .n = 0 };
 		struct wire_packet pkt;
 		enum ibv_wc_status status;
 		unsigned int hdr_len;
 		uint8_t *hdr;
-		int niov = 0;
 
 		if (wqe->state == WQE_DONE) {
 			qp->req.next++;	/* a local operation done before the stream was lost */
@@ -339,28 +337,26 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 		}
 		if (k->read_atomic && qp->req.rd_atomic_out >= qp->attr.max_rd_atomic)
 			break;	/* IBTA: no more outstanding READ/atomics than max_rd_atomic */
-		if (k->has_payload && !gather_payload(qp, wqe, iov, &niov, refs, &status)) {
+		if (!conn_tx_room(c))
+			break;	/* the peer is not reading: the rest waits (conn_write resumes) */
+		if (k->has_payload && !gather_payload(qp, wqe, &g, &status)) {
 			finish_here(qp, wqe, status);
 			break;
 		}
-		if (b->nframes == TX_BATCH_FRAMES || b->niov + 1 + niov > TX_BATCH_IOVS)
+		if (b->nframes == TX_BATCH_FRAMES || b->niov + 2 + g.n > TX_BATCH_IOVS)
 			flush_batch(qp, b);
 		build_request(qp, wqe, &pkt);
 		hdr = b->hdr[b->nframes];
 		if (by_reference(qp, wqe, k)) {
 			/* The responder reads the payload from here before it ACKs. */
 			pkt.by_ref = true;
-			pkt.payload_len = peer_mem_describe(b->desc[b->nframes], iov, niov);
+			pkt.payload_len = peer_mem_describe(b->desc[b->nframes], g.iov, g.n);
 		}
 		hdr_len = wire_build(hdr, &pkt);
-		if (fault_drop_frame(qp, hdr)) {
-			/* SOFTRDMA_FAULTS: lost on the way; the ACK timer resends it. */
-			for (int i = 0; i < niov; i++)
-				if (refs[i])
-					mr_put(refs[i]);
-		} else {
-			batch_add(b, hdr_len, &pkt, iov, niov, refs);
-		}
+		if (fault_drop_frame(qp, hdr))
+			put_gathered(&g);	/* SOFTRDMA_FAULTS: lost; the ACK timer resends it */
+		else
+			batch_add(b, hdr_len, &pkt, &g);
 		wqe->state = WQE_SENT;
 		qp->req.next++;
 		budget--;
@@ -379,16 +375,18 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 
 void requester_progress(struct emu_qp *qp)
 {
-	struct tx_batch b = { 0 };
+	struct tx_batch b;
 
+	tx_batch_init(&b);
 	requester_fill(qp, &b, UINT_MAX);
 	flush_batch(qp, &b);
 }
 
 void requester_resend(struct emu_qp *qp, uint32_t psn, bool oldest_only)
 {
-	struct tx_batch b = { 0 };
+	struct tx_batch b;
 
+	tx_batch_init(&b);
 	requester_rewind(qp, psn);
 	requester_fill(qp, &b, oldest_only ? 1 : UINT_MAX);
 	flush_batch(qp, &b);
@@ -401,9 +399,10 @@ void requester_resend(struct emu_qp *qp, uint32_t psn, bool oldest_only)
  */
 static void requester_progress_unlock(struct emu_qp *qp)
 {
-	struct tx_batch b = { 0 };
+	struct tx_batch b;
 	struct conn *c;
 
+	tx_batch_init(&b);
 	requester_fill(qp, &b, UINT_MAX);
 	c = qp->streams.req;
 	if (!b.nframes || !c) {

@@ -45,23 +45,22 @@ void responder_flush_ack(struct emu_qp *qp, struct conn *c)
 	if (!qp->resp.ack_pending)
 		return;
 	qp->resp.ack_pending = false;
-	conn_send_frame(c, hdr, build_aeth(qp, hdr, AETH_ACK | AETH_ACK_NO_CREDIT, qp->resp.ack_psn),
-			NULL, 0);
+	conn_send_frame(c, hdr,
+			build_aeth(qp, hdr, AETH_ACK | AETH_ACK_NO_CREDIT, qp->resp.ack_psn));
 }
 
 /* Every response but the coalesced ACK: after that ACK. */
-static void respond(struct emu_qp *qp, struct conn *c, const uint8_t *hdr, unsigned int len,
-		    const struct iovec *payload, int niov)
+static void respond(struct emu_qp *qp, struct conn *c, const uint8_t *hdr, unsigned int len)
 {
 	responder_flush_ack(qp, c);
-	conn_send_frame(c, hdr, len, payload, niov);
+	conn_send_frame(c, hdr, len);
 }
 
 static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint32_t psn)
 {
 	uint8_t hdr[4 + WIRE_MAX_HDR];
 
-	respond(qp, c, hdr, build_aeth(qp, hdr, syndrome, psn), NULL, 0);
+	respond(qp, c, hdr, build_aeth(qp, hdr, syndrome, psn));
 }
 
 static uint8_t nak_for(enum mem_access_result r)
@@ -240,10 +239,13 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 		.msn = qp->resp.msn,
 		.payload_len = req->dma_len,
 	};
-	uint8_t hdr[4 + WIRE_MAX_HDR];
+	const struct tx_piece where = {
+		.source = TX_REMOTE_MR, .key = req->rkey, .pd_handle = qp->pd_handle,
+		.qpn = qp->qpn, .qp_access = qp->attr.qp_access_flags, .addr = req->va,
+	};
 	struct mem_region *ref = NULL;
-	struct iovec iov = { 0 };
 	enum mem_access_result r;
+	struct tx_batch b;
 	void *host = NULL;
 
 	/* Checked again: the region may have gone since the request arrived. */
@@ -255,11 +257,20 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 		qp_fatal(qp, IBV_EVENT_QP_ACCESS_ERR);
 		return;
 	}
-	iov.iov_base = host;
-	iov.iov_len = req->dma_len;
-	respond(qp, c, hdr, wire_build(hdr, &pkt), &iov, req->dma_len ? 1 : 0);
-	if (ref)
-		mr_put(ref);
+	responder_flush_ack(qp, c);
+	tx_batch_init(&b);
+	tx_batch_add_copy(&b, b.hdr[0], wire_build(b.hdr[0], &pkt));
+	if (fault_drop_frame(qp, b.hdr[0])) {	/* SOFTRDMA_FAULTS: lost on the way */
+		if (ref)
+			mr_put(ref);
+		return;
+	}
+	if (req->dma_len)
+		tx_batch_add_mem(&b, host, req->dma_len, &where, ref);
+	/* Counted against max_dest_rd_atomic while any of it waits (conn_check_backlog()). */
+	b.ends_read[b.niov - 1] = true;
+	conn_send_batch(c, &b);
+	tx_batch_release(&b);
 }
 
 static bool atomic_done_before(const struct emu_qp *qp, uint32_t psn, uint64_t *orig)
@@ -318,7 +329,7 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 		qp->resp.atomic_done[qp->resp.atomics_done++ % EMU_MAX_QP_RD_ATOM].orig = pkt.orig;
 	}
 	pkt.msn = qp->resp.msn;
-	respond(qp, c, hdr, wire_build(hdr, &pkt), NULL, 0);
+	respond(qp, c, hdr, wire_build(hdr, &pkt));
 }
 
 /*

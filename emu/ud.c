@@ -23,15 +23,13 @@
 
 static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
 
-int ud_socket_open(uint16_t port)
+int ud_socket_open(const struct sockaddr_in6 *addr)
 {
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
-				   .sin6_port = htons(port) };
 	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int off = 0, on = 1, rcvbuf = UD_SOCKET_BUFFER;
 
 	if (fd < 0)
-		return -1;
+		return -errno;
 	setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
 	/* The receiver needs the address a datagram was sent to: it is the GRH's DGID. */
 	setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
@@ -50,9 +48,11 @@ int ud_socket_open(uint16_t port)
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
+		int err = -errno;
+
 		close(fd);
-		return -1;
+		return err;
 	}
 	return fd;
 }
@@ -184,7 +184,7 @@ static uint8_t cmsg_byte(const struct cmsghdr *c)
  * hop limit, and the count of datagrams the socket has dropped for want of buffer space
  * (a running total).
  */
-static void read_control(struct msghdr *msg, struct ud_arrival *a, struct emu_listener *l)
+static void read_control(struct msghdr *msg, struct ud_arrival *a, struct listen_socket *l)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
@@ -210,7 +210,7 @@ static void read_control(struct msghdr *msg, struct ud_arrival *a, struct emu_li
 
 void ud_on_datagram(struct io_watch *w, uint32_t revents)
 {
-	struct emu_listener *l = container_of(w, struct emu_listener, udp_watch);
+	struct listen_socket *sock = container_of(w, struct listen_socket, udp_watch);
 	static uint8_t buf[UD_MAX_DATAGRAM + 1];
 	char control[256];
 
@@ -229,7 +229,7 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 
 		if (n < 0)
 			return;
-		read_control(&msg, &arrival, l);
+		read_control(&msg, &arrival, sock);
 		memcpy(arrival.sgid, &from.sin6_addr, 16);
 		/* A datagram is one whole frame, or it is dropped, as a bad packet is. */
 		if (n < 5 || (size_t)n > UD_MAX_DATAGRAM)
@@ -239,7 +239,7 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 		if (frame_len != (uint32_t)n - 4 || !(wire_opcodes[buf[4]].flags & OPF_DATAGRAM) ||
 		    wire_parse(buf + 4, frame_len, &pkt))
 			continue;
-		qp = engine_find_qp(l->engine, pkt.qpn);
+		qp = engine_find_qp(sock->owner->engine, pkt.qpn);
 		if (!qp || qp->type != IBV_QPT_UD)
 			continue;
 		pthread_mutex_lock(&qp->lock);
@@ -358,7 +358,7 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send
 	memcpy(&to.sin6_addr, av->dgid, 16);
 	to.sin6_port = htons((uint16_t)(pkt.qpn >> 8));
 	set_control(&msg, &control, av);
-	if (sendmsg(qp->udp_fd, &msg, MSG_DONTWAIT) < 0) {
+	if (sendmsg(listener_udp_fd(qp->listener, av->sgid), &msg, MSG_DONTWAIT) < 0) {
 		/* Dropped on the way, as a datagram may be: UD does not report it. */
 	}
 out:

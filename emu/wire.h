@@ -13,21 +13,58 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC	0x5352444du	/* "SRDM" */
-#define WIRE_VERSION	2
+#define WIRE_VERSION	3
+
+/* What a connection to an engine's listener is for: its first bytes say (docs/wire-protocol.md). */
+enum wire_hello_kind {
+	HELLO_STREAM = 1,	/* a requester's stream to the responder QP dst_qpn */
+	HELLO_VERIFY = 2,	/* a responder asks the engine of src_qpn: is this stream yours? */
+	HELLO_LOCAL_CLAIM = 3,	/* the same question over AF_UNIX, for the same-host path */
+};
+
+#define HELLO_SAME_HOST	0x01	/* STREAM: the requester takes the same-host path if offered */
 
 struct wire_hello {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t length;	/* sizeof(struct wire_hello): room to grow */
-	uint32_t src_qpn;	/* the connecting (requester) QP */
-	uint32_t dst_qpn;	/* the responder QP it asks for */
-	uint8_t src_gid[16];	/* the requester's GID (its sgid_index entry) */
-	/* The same-host path (emu/peer_mem.c); pid 0: not offered. */
-	uint32_t pid;
-	uint32_t reserved;
-	uint64_t cookie_addr;
-	uint8_t cookie[16];
+	uint16_t length;	/* sizeof(struct wire_hello) */
+	uint8_t kind;		/* enum wire_hello_kind */
+	uint8_t flags;
+	uint16_t reserved;
+	uint32_t src_qpn;	/* the requester's QP */
+	uint32_t dst_qpn;	/* the responder's QP */
+	uint8_t src_gid[16];	/* STREAM: the requester's GID (its sgid_index entry) */
+	/* VERIFY, LOCAL_CLAIM: the stream's two ends as its responder sees them */
+	uint8_t req_addr[16];
+	uint8_t resp_addr[16];
+	uint16_t req_port;
+	uint16_t resp_port;
+	uint32_t reserved2;
 } __attribute__((packed));
+
+enum wire_verdict_code {
+	VERDICT_NOT_MINE = 0,	/* no stream of the asker's description is this engine's */
+	VERDICT_MINE = 1,
+};
+
+#define VERDICT_SAME_HOST	0x01	/* VERIFY: local_name may be asked for the same-host path */
+#define WIRE_LOCAL_NAME_LEN	44
+
+/* The answer to a VERIFY or a LOCAL_CLAIM hello, on the same connection. */
+struct wire_verdict {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t length;	/* sizeof(struct wire_verdict) */
+	uint8_t verdict;	/* enum wire_verdict_code */
+	uint8_t flags;
+	uint16_t reserved;
+	/* LOCAL_CLAIM: where WIRE_PROBE lies in the answering process, so that the asker can
+	 * try process_vm_readv(2) on it (ptrace rules and seccomp may refuse it) */
+	uint64_t probe_addr;
+	char local_name[WIRE_LOCAL_NAME_LEN];	/* VERIFY: abstract AF_UNIX name, NUL-padded */
+} __attribute__((packed));
+
+#define WIRE_PROBE	"softrdma-probe!"	/* 16 bytes with its NUL */
 
 /* IBA Base Transport Header. */
 struct wire_bth {
