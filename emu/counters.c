@@ -26,6 +26,7 @@
 #define INTERVAL_DEFAULT_MS	1000
 #define INTERVAL_ENV		"SOFTRDMA_COUNTERS_INTERVAL_MS"
 #define LOCK_WAIT_MS		1000	/* then the sums wait for the next round */
+#define GONE_QPS_MAX		1024	/* destroyed QPs listed by --qp; older ones only summed */
 
 struct counter_block emu_process_counters;
 
@@ -33,6 +34,8 @@ static struct {
 	pthread_mutex_t lock;	/* qps, retired, and the publisher's state below */
 	struct counter_block *qps;	/* live QPs' blocks */
 	uint64_t retired[EMU_CNT_MAX];	/* what destroyed QPs counted */
+	struct store_qp *gone;		/* the last GONE_QPS_MAX destroyed QPs that counted */
+	int ngone, gone_next;
 	bool attached, stopping, atexit_set;
 	pthread_t thread;
 	int stop_fd, notify_fd;
@@ -62,11 +65,31 @@ void counters_qp_register(struct counter_block *b, uint32_t qpn)
 	pthread_mutex_unlock(&cs.lock);
 }
 
+/* With cs.lock: a destroyed QP's counts join the totals, and the list --qp shows. */
+static void remember_gone(const struct counter_block *b)
+{
+	struct store_qp q = { .qpn = b->qpn };
+	bool counted = false;
+
+	for (int i = 0; i < EMU_CNT_MAX; i++) {
+		q.v[i] = load(&b->v[i]);
+		cs.retired[i] += q.v[i];
+		counted |= q.v[i] != 0;
+	}
+	if (!counted)
+		return;
+	if (!cs.gone && !(cs.gone = calloc(GONE_QPS_MAX, sizeof(*cs.gone))))
+		return;
+	cs.gone[cs.gone_next] = q;
+	cs.gone_next = (cs.gone_next + 1) % GONE_QPS_MAX;
+	if (cs.ngone < GONE_QPS_MAX)
+		cs.ngone++;
+}
+
 void counters_qp_unregister(struct counter_block *b)
 {
 	pthread_mutex_lock(&cs.lock);
-	for (int i = 0; i < EMU_CNT_MAX; i++)
-		cs.retired[i] += load(&b->v[i]);
+	remember_gone(b);
 	if (b->prev)
 		b->prev->next = b->next;
 	else
@@ -77,7 +100,8 @@ void counters_qp_unregister(struct counter_block *b)
 	pthread_mutex_unlock(&cs.lock);
 }
 
-/* With cs.lock: the process's totals; with qps, a copy of each live QP's block. */
+/* With cs.lock: the process's totals; with qps, a copy of each live QP's block and of the
+ * destroyed ones remembered. */
 static void snapshot_locked(uint64_t totals[EMU_CNT_MAX], struct store_record *qps)
 {
 	int n = 0;
@@ -92,9 +116,11 @@ static void snapshot_locked(uint64_t totals[EMU_CNT_MAX], struct store_record *q
 	if (!qps)
 		return;
 	qps->nqps = 0;
-	qps->qps = calloc((size_t)n ? (size_t)n : 1, sizeof(*qps->qps));
+	qps->qps = calloc((size_t)(n + cs.ngone + 1), sizeof(*qps->qps));
 	if (!qps->qps)
 		return;	/* the totals still go out */
+	for (int i = 0; i < cs.ngone; i++)
+		qps->qps[qps->nqps++] = cs.gone[(cs.gone_next + GONE_QPS_MAX - cs.ngone + i) % GONE_QPS_MAX];
 	for (struct counter_block *b = cs.qps; b; b = b->next) {
 		struct store_qp *q = &qps->qps[qps->nqps++];
 
