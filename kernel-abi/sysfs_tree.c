@@ -266,7 +266,7 @@ int main(int argc, char **argv)
 		int fd = run_dir_open(argv[2], true, why);
 
 		if (fd < 0) {
-			fprintf(stderr, "softrdma: refusing the device tree %s: %s\n", argv[2], why);
+			fprintf(stderr, "softrdma: refusing %s: %s\n", argv[2], why);
 			return 1;
 		}
 		close(fd);
