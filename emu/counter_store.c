@@ -341,6 +341,11 @@ static int add_record(const char *name, struct store_record *r, void *arg)
 	return 0;
 }
 
+void store_sum(struct store *s, uint64_t totals[EMU_CNT_MAX])
+{
+	store_for_each(s, false, add_record, totals);
+}
+
 /* Rewrites a sysfs file whose text is not already value's. */
 static int publish_file(int dir_fd, const char *name, uint64_t value, char *why)
 {
@@ -380,7 +385,7 @@ int store_publish_sysfs(struct store *s, int wait_ms, char why[RUN_DIR_WHY_LEN])
 		snprintf(why, RUN_DIR_WHY_LEN, "the counter store is locked by another process");
 		return -1;
 	}
-	store_for_each(s, false, add_record, totals);
+	store_sum(s, totals);
 	for (size_t i = 0; i < NPUBLISHED && !ret; i++)
 		ret = publish_file(published[i].hw ? s->hw_fd : s->counters_fd, published[i].name,
 				   published_value(&published[i], totals), why);

@@ -74,6 +74,9 @@ void store_record_free(struct store_record *r);
 int store_for_each(struct store *s, bool want_qps,
 		   int (*fn)(const char *name, struct store_record *r, void *arg), void *arg);
 
+/* Adds every process file's counts into totals. */
+void store_sum(struct store *s, uint64_t totals[EMU_CNT_MAX]);
+
 /* The sums of every process file into the sysfs files, under the lock (tried for up to
  * wait_ms); 0, or -1 (EWOULDBLOCK: another process holds it). */
 int store_publish_sysfs(struct store *s, int wait_ms, char why[RUN_DIR_WHY_LEN]);

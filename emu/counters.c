@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ static struct {
 	uint64_t retired[EMU_CNT_MAX];	/* what destroyed QPs counted */
 	struct store_qp *gone;		/* the last GONE_QPS_MAX destroyed QPs that counted */
 	int ngone, gone_next;
-	bool attached, stopping, atexit_set;
+	bool attached, stopping, hooks_set;
 	pthread_t thread;
 	int stop_fd, notify_fd;
 	struct store store;
@@ -90,12 +91,14 @@ void counters_qp_unregister(struct counter_block *b)
 {
 	pthread_mutex_lock(&cs.lock);
 	remember_gone(b);
-	if (b->prev)
-		b->prev->next = b->next;
-	else
-		cs.qps = b->next;
-	if (b->next)
-		b->next->prev = b->prev;
+	if (b->prev || cs.qps == b) {	/* not a QP of the parent's, after fork() */
+		if (b->prev)
+			b->prev->next = b->next;
+		else
+			cs.qps = b->next;
+		if (b->next)
+			b->next->prev = b->prev;
+	}
 	b->prev = b->next = NULL;
 	pthread_mutex_unlock(&cs.lock);
 }
@@ -252,6 +255,51 @@ static void at_exit(void)
 	stop_publisher();
 }
 
+/*
+ * fork(): the child has no publisher thread, and the parent's QPs, counts and descriptors
+ * are not its own (writing the parent's stop eventfd would stop the parent's publisher).
+ * It starts afresh, as a new process of the run, when it opens the device.
+ */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&cs.lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&cs.lock);
+}
+
+static void after_fork_child(void)
+{
+	pthread_mutex_init(&cs.lock, NULL);
+	if (cs.attached) {
+		close(cs.stop_fd);
+		if (cs.notify_fd >= 0)
+			close(cs.notify_fd);
+		store_close(&cs.store);
+	}
+	cs.stop_fd = cs.notify_fd = -1;
+	cs.attached = cs.stopping = cs.sysfs_stale = false;
+	cs.qps = NULL;
+	memset(cs.retired, 0, sizeof(cs.retired));
+	cs.ngone = cs.gone_next = 0;
+	memset(emu_process_counters.v, 0, sizeof(emu_process_counters.v));
+}
+
+/* The publisher takes no signal: the application's handlers run on its own threads. */
+static int start_publisher(void)
+{
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&cs.thread, NULL, publisher_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
 static int open_store(const char *tree)
 {
 	char why[RUN_DIR_WHY_LEN];
@@ -295,7 +343,7 @@ void counters_attach(void)
 	cs.interval_ms = interval_from_env();
 	cs.stop_fd = eventfd(0, EFD_CLOEXEC);
 	cs.notify_fd = watch_refresh();
-	if (cs.stop_fd < 0 || pthread_create(&cs.thread, NULL, publisher_main, NULL)) {
+	if (cs.stop_fd < 0 || (errno = start_publisher())) {
 		fprintf(stderr, "softrdma: cannot start the counters' publisher: %s\n",
 			strerror(errno));
 		if (cs.stop_fd >= 0)
@@ -307,9 +355,12 @@ void counters_attach(void)
 	}
 	pthread_mutex_lock(&cs.lock);
 	cs.attached = true;
-	if (!cs.atexit_set)
-		cs.atexit_set = !atexit(at_exit);
 	pthread_mutex_unlock(&cs.lock);
+	if (!cs.hooks_set) {
+		cs.hooks_set = true;
+		atexit(at_exit);
+		pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	}
 }
 
 void counters_detach(void)

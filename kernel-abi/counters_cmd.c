@@ -66,16 +66,6 @@ static void print_values(const uint64_t v[EMU_CNT_MAX], const char *indent, bool
 	}
 }
 
-static int add_totals(const char *name, struct store_record *r, void *arg)
-{
-	uint64_t *totals = arg;
-
-	(void)name;
-	for (int i = 0; i < EMU_CNT_MAX; i++)
-		totals[i] += r->v[i];
-	return 0;
-}
-
 static int print_process(const char *name, struct store_record *r, void *arg)
 {
 	const bool *per_qp = arg;
@@ -113,7 +103,7 @@ int counters_command(const char *tree, int argc, char **argv)
 		return 1;
 	}
 	refresh(&s);
-	store_for_each(&s, false, add_totals, totals);
+	store_sum(&s, totals);
 	print_values(totals, "", true);
 	if (per_process)
 		store_for_each(&s, per_qp, print_process, &per_qp);
