@@ -97,13 +97,15 @@ if [ ! -x "$exporter" ]; then
 	finish
 fi
 next_port
-"$exporter" --path.sysfs="$SYSFS_PATH" --collector.disable-defaults --collector.infiniband \
-	--web.listen-address="127.0.0.1:$port" >"$logs/exporter" 2>&1 &
+# Not an RDMA program: without the soft device's preloads (a sanitizer build's among them).
+plain=(env -u LD_PRELOAD -u LD_LIBRARY_PATH -u RDMAV_DRIVERS)
+"${plain[@]}" "$exporter" --path.sysfs="$SYSFS_PATH" --collector.disable-defaults \
+	--collector.infiniband --web.listen-address="127.0.0.1:$port" >"$logs/exporter" 2>&1 &
 epid=$!
 at_exit 'kill "$epid" 2>/dev/null; wait "$epid" 2>/dev/null'
 metrics=""
 for _ in $(seq 50); do
-	metrics=$(curl -sf "http://127.0.0.1:$port/metrics") && break
+	metrics=$("${plain[@]}" curl -sf --max-time 5 "http://127.0.0.1:$port/metrics") && break
 	sleep 0.1
 done
 [ -n "$metrics" ] && pass "node_exporter serves /metrics on 127.0.0.1:$port" ||
