@@ -86,10 +86,10 @@ static void handle_aeth(struct emu_qp *qp, const struct wire_packet *pkt)
 			break;
 		if (wqe->psn == pkt->psn && type != AETH_ACK) {
 			if (type == AETH_RNR_NAK) {
-				counter_add(EMU_CNT_RCVD_RNR_ERR, 1);
+				qp_counter_add(&qp->counters, EMU_CNT_RCVD_RNR_ERR, 1);
 				if (qp->attr.rnr_retry != QP_RNR_RETRY_MAX &&
 				    qp->rnr_retries_left-- == 0) {
-					counter_add(EMU_CNT_RETRY_RNR_EXCEEDED_ERR, 1);
+					qp_counter_add(&qp->counters, EMU_CNT_RETRY_RNR_EXCEEDED_ERR, 1);
 					wqe->done = true;
 					wqe->status = IBV_WC_RNR_RETRY_EXC_ERR;
 					break;
@@ -220,12 +220,13 @@ static void retry_or_fail(struct emu_qp *qp)
 		/* The oldest unanswered WQE reports it; everything after it is flushed. */
 		if (wqe == wqe_at(qp, qp->sq_next) && qp->sq_next != qp->sq_head)
 			qp->sq_next++;
-		counter_add(EMU_CNT_RETRY_EXCEEDED_ERR, 1);
+		qp_counter_add(&qp->counters, EMU_CNT_RETRY_EXCEEDED_ERR, 1);
 		wqe->done = true;
 		wqe->status = IBV_WC_RETRY_EXC_ERR;
 		completer_advance(qp);
 		return;
 	}
+	qp_counter_add(&qp->counters, EMU_CNT_COMPLETER_RETRY_ERR, 1);
 	if (qp->attr.timeout)
 		qp->retries_left--;	/* with timeout 0 the requester waits forever */
 	if (!qp->req_conn) {

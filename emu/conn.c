@@ -233,6 +233,7 @@ int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
 	 * would close the stream, which no lost packet does. */
 	if (c->state != CONN_CONNECTING && fault_drop_frame(c->qp, hdr))
 		return 0;
+	counters_stream_frame(QP_COUNTERS(c->qp), hdr, hdr_len, payload, niov);
 	iov[0].iov_base = (void *)hdr;
 	iov[0].iov_len = hdr_len;
 	for (int i = 0; i < niov; i++)
@@ -254,6 +255,7 @@ bool conn_tx_drained(struct conn *c)
 
 int conn_send_batch_unlock(struct conn *c, const struct tx_batch *b)
 {
+	counters_stream_batch(QP_COUNTERS(c->qp), b);
 	return send_iov_unlock(c, b->iov, b->niov);
 }
 
@@ -352,6 +354,8 @@ static void conn_broken(struct conn *c)
 static void conn_protocol_error(struct conn *c)
 {
 	struct emu_qp *qp = c->qp;
+
+	qp_counter_add(QP_COUNTERS(qp), EMU_CNT_RCV_ERRORS, 1);
 
 	if (!qp) {
 		conn_close(c);
@@ -517,6 +521,7 @@ static int begin_frame(struct conn *c)
 	ret = begin_softrdma_frame(c, hdr_len, frame_len);
 	if (ret != EINPROGRESS)
 		return ret;
+	counter_packet(QP_COUNTERS(qp), EMU_CNT_RCV_DATA, hdr_len, c->pkt.payload_len);
 	/* Requests on the stream the peer opened, responses on ours; all for this QP, in its
 	 * transport (which also keeps UD opcodes off streams). */
 	if (c->pkt.qpn != qp->qpn ||
@@ -560,7 +565,7 @@ static int take_payload(struct conn *c)
 		if (c->sink.kind != SINK_DISCARD && c->sink.failure == MEM_ACCESS_OK) {
 			/* The peer may have died and its pid gone to another process. */
 			if (peer_mem_still_there(&c->peer_mem))
-				counter_add(EMU_CNT_SAME_HOST_PAYLOADS, 1);
+				qp_counter_add(QP_COUNTERS(c->qp), EMU_CNT_SAME_HOST_PAYLOADS, 1);
 			else
 				c->sink.failure = MEM_ACCESS_PEER_FAULT;
 		}

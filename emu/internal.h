@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "emu/counters.h"
 #include "emu/cq.h"
 #include "emu/io.h"
 #include "emu/limits.h"
@@ -224,6 +225,7 @@ struct emu_qp {
 	struct sockaddr_in6 local_addr;	/* from the AV's sgid_index */
 	bool destroyed;
 	struct fault_qp *faults;	/* SOFTRDMA_FAULTS (emu/fault.h); NULL: none */
+	struct counter_block counters;	/* emu/counters.h: this QP's port counters */
 };
 
 struct emu_listener {
