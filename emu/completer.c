@@ -86,10 +86,10 @@ static void handle_aeth(struct emu_qp *qp, const struct wire_packet *pkt)
 			break;
 		if (wqe->psn == pkt->psn && type != AETH_ACK) {
 			if (type == AETH_RNR_NAK) {
-				counter_add(EMU_CNT_RCVD_RNR_ERR, 1);
+				qp_counter_add(&qp->counters, EMU_CNT_RCVD_RNR_ERR, 1);
 				if (qp->attr.rnr_retry != QP_RNR_RETRY_MAX &&
 				    qp->comp.rnr_retries_left-- == 0) {
-					counter_add(EMU_CNT_RETRY_RNR_EXCEEDED_ERR, 1);
+					qp_counter_add(&qp->counters, EMU_CNT_RETRY_RNR_EXCEEDED_ERR, 1);
 					wqe->state = WQE_DONE;
 					wqe->status = IBV_WC_RNR_RETRY_EXC_ERR;
 					break;
@@ -221,12 +221,13 @@ static void retry_or_fail(struct emu_qp *qp)
 		/* The oldest unanswered WQE reports it; everything after it is flushed. */
 		if (wqe == wqe_at(qp, qp->req.next) && qp->req.next != qp->sq.head)
 			qp->req.next++;
-		counter_add(EMU_CNT_RETRY_EXCEEDED_ERR, 1);
+		qp_counter_add(&qp->counters, EMU_CNT_RETRY_EXCEEDED_ERR, 1);
 		wqe->state = WQE_DONE;
 		wqe->status = IBV_WC_RETRY_EXC_ERR;
 		completer_advance(qp);
 		return;
 	}
+	qp_counter_add(&qp->counters, EMU_CNT_COMPLETER_RETRY_ERR, 1);
 	if (qp->attr.timeout)
 		qp->comp.retries_left--;	/* with timeout 0 the requester waits forever */
 	if (!qp->streams.req) {

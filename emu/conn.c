@@ -134,6 +134,7 @@ void conn_protocol_error(struct conn *c)
 {
 	struct emu_qp *qp = c->qp;
 
+	qp_counter_add(QP_COUNTERS(qp), EMU_CNT_RCV_ERRORS, 1);
 	pthread_mutex_lock(&qp->lock);
 	if (qp->state != IBV_QPS_ERR && qp->state != IBV_QPS_RESET)
 		qp_fatal(qp, IBV_EVENT_QP_FATAL);
@@ -312,6 +313,7 @@ int conn_send_batch_unlock(struct conn *c, struct tx_batch *b)
 	ssize_t sent = 0;
 	int ret;
 
+	counters_stream_batch(QP_COUNTERS(c->qp), b);
 	if (c->state == CONN_CLOSED || c->tx.error) {
 		pthread_mutex_unlock(&c->tx_lock);
 		return EPIPE;
@@ -379,6 +381,7 @@ int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len)
 	/* SOFTRDMA_FAULTS: lost on the way, as far as anyone can tell. */
 	if (fault_drop_frame(c->qp, hdr))
 		return 0;
+	counters_stream_frame(QP_COUNTERS(c->qp), hdr, hdr_len, NULL, 0);
 	tx_batch_init(&b);
 	tx_batch_add_copy(&b, hdr, hdr_len);
 	return conn_send_batch(c, &b);

@@ -94,6 +94,7 @@ static void begin_frame(struct conn *c, unsigned int hdr_len)
 	else
 		responder_begin(qp, c, &rx->pkt, &rx->sink);
 	pthread_mutex_unlock(&qp->lock);
+	counter_packet(QP_COUNTERS(qp), EMU_CNT_RCV_DATA, hdr_len, rx->pkt.payload_len);
 	rx->payload_left = rx->pkt.payload_len;
 	rx->expect_large = !rx->pkt.by_ref && rx->pkt.payload_len >= DIRECT_MIN;
 	rx->state = RX_GET_DATA;
@@ -170,7 +171,7 @@ static void pull_payload(struct conn *c)
 	if (sink->kind != SINK_DISCARD && sink->failure == MEM_ACCESS_OK) {
 		/* The peer may have died and its pid gone to another process. */
 		if (peer_mem_still_there(&c->peer_mem))
-			counter_add(EMU_CNT_SAME_HOST_PAYLOADS, 1);
+			qp_counter_add(QP_COUNTERS(c->qp), EMU_CNT_SAME_HOST_PAYLOADS, 1);
 		else
 			sink->failure = MEM_ACCESS_PEER_FAULT;
 	}

@@ -372,6 +372,7 @@ void emu_engine_put(struct emu_engine *e)
 	pthread_mutex_unlock(&process_engine_lock);
 	engine_call_sync(e, stop, e);
 	pthread_join(e->thread, NULL);
+	counters_detach();
 	free_closed(e);
 	e->io->ops->remove(e->io, &e->wake_watch);
 	close(e->wake_fd);

@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 
 #include "emu/conn.h"
+#include "emu/counters.h"
 #include "emu/cq.h"
 #include "emu/io.h"
 #include "emu/limits.h"
@@ -162,6 +163,7 @@ struct emu_qp {
 	struct ibv_qp_cap cap;
 	struct emu_listener *listener;	/* whose port its QPN holds (UD: its sockets) */
 	struct fault_qp *faults;	/* SOFTRDMA_FAULTS (emu/fault.h); NULL: none */
+	struct counter_block counters;	/* emu/counters.h: this QP's port counters */
 
 	enum ibv_qp_state state;
 	struct ibv_qp_attr attr;	/* as last modified (what query_qp reports) */

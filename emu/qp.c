@@ -113,6 +113,7 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 		return ret;
 	}
 	qp->faults = fault_attach(qp->qpn);
+	counters_qp_register(&qp->counters, qp->qpn);
 	qp->srq = init->srq;
 	if (qp->srq)
 		srq_attach(qp->srq);
@@ -125,6 +126,7 @@ static void destroy_on_engine(void *arg)
 	struct emu_qp *qp = arg;
 
 	engine_unregister_qp(qp->engine, qp);
+	counters_qp_unregister(&qp->counters);
 	pthread_mutex_lock(&qp->lock);
 	qp_streams_close(qp);
 	pthread_mutex_unlock(&qp->lock);
@@ -194,6 +196,8 @@ void qp_complete_send(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_statu
 		.qp_num = qp->qpn,
 	};
 
+	if (status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND)
+		qp_counter_add(&qp->counters, EMU_CNT_RDMA_SENDS, 1);
 	if (status == IBV_WC_SUCCESS && !wqe->signaled)
 		return;
 	if (!emu_cq_push(qp->send_cq, &wc, false) && qp->state != IBV_QPS_ERR)
@@ -218,7 +222,8 @@ void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_w
 		wc.invalidated_rkey = ex;
 	else
 		wc.imm_data = ex;
-
+	if (st == IBV_WC_SUCCESS && op == IBV_WC_RECV)
+		qp_counter_add(&qp->counters, EMU_CNT_RDMA_RECVS, 1);
 	if (!emu_cq_push(qp->recv_cq, &wc, solicited) && qp->state != IBV_QPS_ERR)
 		qp_fatal(qp, IBV_EVENT_QP_FATAL);
 }

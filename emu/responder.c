@@ -107,6 +107,8 @@ static enum mem_access_result check_remote(struct emu_qp *qp, const struct wire_
 				   &ref, &host);
 	if (r == MEM_ACCESS_OK && ref)
 		mr_put(ref);
+	if (r != MEM_ACCESS_OK)
+		qp_counter_add(&qp->counters, EMU_CNT_RESP_REMOTE_ACCESS_ERRORS, 1);
 	return r;
 }
 
@@ -154,7 +156,7 @@ static void uc_begin(struct emu_qp *qp, const struct wire_packet *pkt, struct rx
 		return;
 	if (wire_opcodes[pkt->opcode].flags & OPF_RECV_WQE) {
 		if (qp_take_recv(qp, need, &qp->resp.cur_recv) != RECV_TAKEN) {
-			counter_add(EMU_CNT_OUT_OF_BUFFER, 1);
+			qp_counter_add(&qp->counters, EMU_CNT_OUT_OF_BUFFER, 1);
 			return;
 		}
 		qp->resp.have_cur_recv = true;
@@ -188,6 +190,8 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 		 * an ordered stream, and is dropped like a packet out of sequence. */
 		if (psn_le(pkt->psn, (qp->resp.epsn - 1) & BTH_PSN_MASK))
 			qp->resp.verdict = RESP_DUPLICATE;
+		else
+			qp_counter_add(&qp->counters, EMU_CNT_OUT_OF_SEQ_REQUEST, 1);
 		return;
 	}
 	if (fault_request_nak(qp, pkt->opcode, &qp->resp.nak_code)) {	/* SOFTRDMA_FAULTS */
@@ -260,6 +264,7 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 	responder_flush_ack(qp, c);
 	tx_batch_init(&b);
 	tx_batch_add_copy(&b, b.hdr[0], wire_build(b.hdr[0], &pkt));
+	b.nframes = 1;	/* its header is b.hdr[0]: counted as the requester's frames are */
 	if (fault_drop_frame(qp, b.hdr[0])) {	/* SOFTRDMA_FAULTS: lost on the way */
 		if (ref)
 			mr_put(ref);
@@ -406,7 +411,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	case RESP_DROP:
 		return;
 	case RESP_DUPLICATE:
-		counter_add(EMU_CNT_DUPLICATE_REQUEST, 1);
+		qp_counter_add(&qp->counters, EMU_CNT_DUPLICATE_REQUEST, 1);
 		if (pkt->opcode == OP_RC_READ_REQUEST)
 			send_read_response(qp, c, pkt);
 		else if (pkt->opcode == OP_RC_CMP_SWAP || pkt->opcode == OP_RC_FETCH_ADD)
@@ -417,7 +422,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	case RESP_RNR:
 		/* Drop everything after it until the requester resends this PSN. */
 		qp->resp.rnr_dropping = true;
-		counter_add(EMU_CNT_SEND_RNR_ERR, 1);
+		qp_counter_add(&qp->counters, EMU_CNT_SEND_RNR_ERR, 1);
 		send_aeth(qp, c, AETH_RNR_NAK | (qp->attr.min_rnr_timer & AETH_VALUE_MASK),
 			  pkt->psn);
 		return;

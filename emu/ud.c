@@ -128,11 +128,11 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 	/* A controlled Q_Key in the packet is only honoured as the QP's own (IBTA 10.2.5). */
 	qkey = qp->attr.qkey;
 	if (pkt->qkey != qkey) {
-		counter_add(EMU_CNT_QKEY_VIOLATIONS, 1);
+		qp_counter_add(&qp->counters, EMU_CNT_QKEY_VIOLATIONS, 1);
 		return;
 	}
 	if (qp_take_recv(qp, 0, &rwqe) != RECV_TAKEN) {
-		counter_add(EMU_CNT_OUT_OF_BUFFER, 1);
+		qp_counter_add(&qp->counters, EMU_CNT_OUT_OF_BUFFER, 1);
 		return;
 	}
 	if (GRH_LEN + pkt->payload_len > sge_total_length(rwqe.sge, rwqe.num_sge)) {
@@ -164,6 +164,7 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->imm;
 	}
+	qp_counter_add(&qp->counters, EMU_CNT_RDMA_RECVS, 1);
 	if (!emu_cq_push(qp->recv_cq, &wc, pkt->solicited) && qp->state != IBV_QPS_ERR)
 		qp_fatal(qp, IBV_EVENT_QP_FATAL);
 }
@@ -232,14 +233,20 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 		read_control(&msg, &arrival, sock);
 		memcpy(arrival.sgid, &from.sin6_addr, 16);
 		/* A datagram is one whole frame, or it is dropped, as a bad packet is. */
-		if (n < 5 || (size_t)n > UD_MAX_DATAGRAM)
+		if (n < 5 || (size_t)n > UD_MAX_DATAGRAM) {
+			counter_add(EMU_CNT_RCV_ERRORS, 1);
 			continue;
+		}
 		memcpy(&frame_len, buf, 4);
 		frame_len = ntohl(frame_len);
 		if (frame_len != (uint32_t)n - 4 || !(wire_opcodes[buf[4]].flags & OPF_DATAGRAM) ||
-		    wire_parse(buf + 4, frame_len, &pkt))
+		    wire_parse(buf + 4, frame_len, &pkt)) {
+			counter_add(EMU_CNT_RCV_ERRORS, 1);
 			continue;
+		}
 		qp = engine_find_qp(sock->owner->engine, pkt.qpn);
+		counter_packet(QP_COUNTERS(qp && qp->type == IBV_QPT_UD ? qp : NULL), EMU_CNT_RCV_DATA,
+			       wire_opcodes[pkt.opcode].hdr_len, pkt.payload_len);
 		if (!qp || qp->type != IBV_QPT_UD)
 			continue;
 		pthread_mutex_lock(&qp->lock);
@@ -350,17 +357,22 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send
 	qp->req.psn = (qp->req.psn + 1) & BTH_PSN_MASK;
 	status = gather(qp, wr, iov, &niov, refs, &nrefs);
 	/* Longer than the path MTU: like rxe, the packet is not sent and the WR succeeds. */
-	if (status != IBV_WC_SUCCESS || length > EMU_PORT_MAX_MSG_UD)
+	if (status != IBV_WC_SUCCESS)
 		goto out;
+	if (length > EMU_PORT_MAX_MSG_UD) {
+		qp_counter_add(&qp->counters, EMU_CNT_XMIT_DISCARDS, 1);
+		goto out;
+	}
 	iov[0].iov_base = hdr;
 	iov[0].iov_len = wire_build(hdr, &pkt);
 	msg.msg_iovlen = (size_t)niov;
 	memcpy(&to.sin6_addr, av->dgid, 16);
 	to.sin6_port = htons((uint16_t)(pkt.qpn >> 8));
 	set_control(&msg, &control, av);
-	if (sendmsg(listener_udp_fd(qp->listener, av->sgid), &msg, MSG_DONTWAIT) < 0) {
-		/* Dropped on the way, as a datagram may be: UD does not report it. */
-	}
+	if (sendmsg(listener_udp_fd(qp->listener, av->sgid), &msg, MSG_DONTWAIT) < 0)
+		qp_counter_add(&qp->counters, EMU_CNT_XMIT_DISCARDS, 1);	/* lost, as UD may */
+	else
+		counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, iov[0].iov_len - 4, length);
 out:
 	while (nrefs)
 		mr_put(refs[--nrefs]);
