@@ -114,6 +114,17 @@ static void handle_aeth(struct emu_qp *qp, const struct wire_packet *pkt)
 	completer_advance(qp);
 }
 
+void completer_acked(struct emu_qp *qp, uint32_t psn)
+{
+	struct wire_packet ack = { .opcode = OP_RC_ACK, .psn = psn,
+				   .syndrome = AETH_ACK | AETH_ACK_NO_CREDIT };
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)
+		return;
+	handle_aeth(qp, &ack);
+	requester_progress(qp);
+}
+
 void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 		     struct rx_sink *sink)
 {

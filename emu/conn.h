@@ -83,6 +83,7 @@ struct conn_rx {
 	size_t stage_len, stage_off;
 	bool expect_large;		/* the last payload went straight into its target */
 	uint64_t payload_left;
+	unsigned int hdr_len;		/* the current frame's headers (ACKETH included) */
 	struct wire_packet pkt;
 	struct rx_sink sink;
 	struct iovec pull[EMU_MAX_SGE];	/* a by-reference payload, in the requester's memory */

@@ -127,8 +127,14 @@ static enum rx_step rx_get_hdr(struct conn *c)
 		return RX_STEP_PROTOCOL;
 	if (conn_staged(c) < 4 + hdr_len)
 		return RX_STEP_FILL;
+	hdr_len = wire_frame_header_len(at + 4);
+	if (frame_len < hdr_len)
+		return RX_STEP_PROTOCOL;
+	if (conn_staged(c) < 4 + hdr_len)
+		return RX_STEP_FILL;
 	if (wire_parse(at + 4, frame_len, &rx->pkt))
 		return RX_STEP_PROTOCOL;
+	rx->hdr_len = hdr_len;
 	if (rx->pkt.opcode == OP_PEER_MEMORY)
 		return take_peer_memory(c, frame_len);
 	if (!belongs_here(c, &rx->pkt))
@@ -145,7 +151,7 @@ static enum rx_step rx_get_hdr(struct conn *c)
 static enum rx_step rx_get_desc(struct conn *c)
 {
 	struct conn_rx *rx = &c->rx;
-	unsigned int hdr_len = wire_opcodes[rx->pkt.opcode].hdr_len;
+	unsigned int hdr_len = rx->hdr_len;
 	uint64_t desc_len = rx->pkt.payload_len, total;
 
 	if (c->initiator || !c->peer_mem.pid || !(wire_opcodes[rx->pkt.opcode].flags & OPF_PAYLOAD) ||

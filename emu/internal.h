@@ -373,6 +373,8 @@ void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 void completer_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 		   struct rx_sink *sink);
 void completer_timer(struct emu_qp *qp);	/* engine thread, qp->lock held */
+/* The peer acknowledged our requests up to psn on its own request stream (BTH_ACKED). */
+void completer_acked(struct emu_qp *qp, uint32_t psn);	/* qp->lock held */
 /* Completes done WQEs from the oldest on; an error among them takes the QP to ERR. */
 void completer_advance(struct emu_qp *qp);	/* qp->lock held */
 

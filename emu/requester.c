@@ -216,6 +216,9 @@ static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct 
 	pkt->qpn = qp->attr.dest_qp_num;
 	pkt->psn = wqe->psn;
 	pkt->ack_req = true;
+	/* What our responder has done of the peer's requests rides along (BTH_ACKED). */
+	pkt->acked = qp->type == IBV_QPT_RC;
+	pkt->acked_psn = (qp->resp.epsn - 1) & BTH_PSN_MASK;
 	pkt->solicited = wr->send_flags & IBV_SEND_SOLICITED;
 	pkt->imm = wr->imm_data;
 	pkt->inv_rkey = wr->invalidate_rkey;

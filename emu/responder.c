@@ -180,6 +180,9 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 		uc_begin(qp, pkt, sink);
 		return;
 	}
+	/* Before the request is seen: what the peer's ACKs on the other stream already said. */
+	if (pkt->acked)
+		completer_acked(qp, pkt->acked_psn);
 	if (qp->resp.rnr_dropping) {
 		if (pkt->psn != qp->resp.epsn)
 			return;

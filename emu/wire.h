@@ -80,6 +80,14 @@ struct wire_bth {
 /* A reserved BTH bit that softrdma uses between its own engines: the frame carries, in
  * place of its payload, where the payload lies in the requester's memory (peer_mem.c). */
 #define BTH_BY_REF	0x40000000u
+/*
+ * Another of them: the headers end with an ACKETH (below), the sender's acknowledgement of
+ * the receiver's own requests, carried on the sender's request stream. It keeps what
+ * causality a single RoCE wire gives: an answer the sender's application posts after a
+ * receive completion cannot overtake the ACK that came before that completion, although
+ * the two travel on different streams.
+ */
+#define BTH_ACKED	0x20000000u
 #define BTH_PSN_MASK	0x00ffffffu
 #define BTH_QPN_MASK	0x00ffffffu
 
@@ -108,6 +116,11 @@ struct wire_atmack {
 struct wire_deth {
 	uint32_t qkey;
 	uint32_t src_qp;	/* 8 reserved bits, 24-bit source QP */
+} __attribute__((packed));
+
+/* softrdma's piggybacked acknowledgement: every request up to psn executed (RC only). */
+struct wire_acketh {
+	uint32_t psn;		/* 8 reserved bits, 24-bit PSN */
 } __attribute__((packed));
 
 struct wire_immdt {
@@ -216,12 +229,20 @@ struct wire_packet {
 	uint32_t src_qp;	/* DETH */
 	uint64_t payload_len;	/* with by_ref: of the descriptor, until it is read */
 	bool by_ref;
+	bool acked;		/* an ACKETH: the receiver's requests up to acked_psn are done */
+	uint32_t acked_psn;
 };
 
 /* The header length a frame of this opcode needs, or 0 if the opcode is not accepted. */
 static inline unsigned int wire_header_len(uint8_t opcode)
 {
 	return wire_opcodes[opcode].name ? wire_opcodes[opcode].hdr_len : 0;
+}
+
+/* The headers of the frame whose BTH is at hdr (12 bytes needed): with an ACKETH if it has one. */
+static inline unsigned int wire_frame_header_len(const uint8_t *hdr)
+{
+	return wire_header_len(hdr[0]) + ((hdr[8] << 24) & BTH_ACKED ? 4 : 0);
 }
 
 /* Parses BTH + extension headers of a frame whose length word said frame_len: 0 or EPROTO. */

@@ -378,6 +378,64 @@ static void test_hello_from_another_qp_is_not_heard(void **state)
 	close_victim(&h);
 }
 
+/* The next request frame the victim sends us on its own stream. */
+static void read_victims_request(struct hostile *h, struct wire_packet *pkt)
+{
+	uint8_t buf[4 + WIRE_MAX_HDR + 64];
+	struct pollfd pfd = { .fd = h->victims_fd, .events = POLLIN };
+	uint32_t frame_len = 0;
+	size_t have = 0, need = 4;
+
+	while (have < need) {
+		ssize_t n;
+
+		assert_int_equal(poll(&pfd, 1, RC_WAIT_MS), 1);
+		n = recv(h->victims_fd, buf + have, need - have, 0);
+		assert_true(n > 0);
+		have += (size_t)n;
+		if (have == 4) {
+			memcpy(&frame_len, buf, 4);
+			need = 4 + ntohl(frame_len);
+			assert_true(need <= sizeof(buf));
+		}
+	}
+	assert_int_equal(wire_parse(buf + 4, ntohl(frame_len), pkt), 0);
+}
+
+/*
+ * The peer acknowledges the victim's SEND only inside its own next request (BTH_ACKED),
+ * never with an ACK on the victim's stream: the victim completes its SEND from that, before
+ * the receive the request fills, as one RoCE wire orders an ACK before a later request.
+ */
+static void test_piggybacked_ack_completes_the_send_first(void **state)
+{
+	struct hostile h;
+	struct wire_packet req, pkt = { .opcode = OP_RC_SEND_ONLY, .ack_req = true };
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	open_victim(*state, &h);
+	sge = rc_sge(h.buf->p, 16, h.mr);
+	rc_post_recv(h.env->b.qp, 1, &sge, 1);
+	assert_int_equal(ibv_post_send(h.env->b.qp, &wr, &bad), 0);
+	/* The victim's stream to us was held by answer_question(): its SEND arrives there. */
+	assert_true(h.victims_fd >= 0);
+	read_victims_request(&h, &req);
+	assert_int_equal(req.opcode, OP_RC_SEND_ONLY);
+	rc_expect_no_wc(h.env->b.scq, RC_QUIET_MS);	/* nothing has acknowledged it yet */
+	pkt.acked = true;
+	pkt.acked_psn = req.psn;
+	pkt.payload_len = 8;
+	send_request(&h, &pkt, 8);
+	rc_expect_wc(h.env->b.scq, 7, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(h.env->b.rcq, 1, IBV_WC_SUCCESS, &wc);
+	assert_int_equal(wc.byte_len, 8);
+	close_victim(&h);
+}
+
 static void test_truncated_frame_touches_only_the_named_range(void **state)
 {
 	struct hostile h;
@@ -446,6 +504,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hello_from_another_qp_is_not_heard, rc_setup,
 						rc_teardown),
 		cmocka_unit_test_setup_teardown(test_stream_its_qpn_disowns_is_hung_up_on,
+						rc_setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(test_piggybacked_ack_completes_the_send_first,
 						rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_frame_touches_only_the_named_range,
 						rc_setup, rc_teardown),
