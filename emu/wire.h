@@ -242,7 +242,7 @@ static inline unsigned int wire_header_len(uint8_t opcode)
 /* The headers of the frame whose BTH is at hdr (12 bytes needed): with an ACKETH if it has one. */
 static inline unsigned int wire_frame_header_len(const uint8_t *hdr)
 {
-	return wire_header_len(hdr[0]) + ((hdr[8] << 24) & BTH_ACKED ? 4 : 0);
+	return wire_header_len(hdr[0]) + (((uint32_t)hdr[8] << 24) & BTH_ACKED ? 4 : 0);
 }
 
 /* Parses BTH + extension headers of a frame whose length word said frame_len: 0 or EPROTO. */
