@@ -377,6 +377,7 @@ static void count_frame(struct counter_block *b, const uint8_t *hdr, uint64_t pa
 
 	if (hdr[4] == OP_PEER_MEMORY || !hdr_len)
 		return;
+	hdr_len = wire_frame_header_len(hdr + 4);
 	memcpy(&frame_len, hdr, 4);
 	memcpy(&apsn, hdr + 4 + 8, 4);
 	frame_len = ntohl(frame_len);
@@ -410,7 +411,8 @@ void counters_stream_batch(struct counter_block *b, const struct tx_batch *batch
 		uint32_t frame_len;
 
 		memcpy(&frame_len, batch->hdr[i], 4);
-		count_frame(b, batch->hdr[i], ntohl(frame_len) - wire_header_len(batch->hdr[i][4]),
+		count_frame(b, batch->hdr[i],
+			    ntohl(frame_len) - wire_frame_header_len(batch->hdr[i] + 4),
 			    batch->desc[i]);
 	}
 }

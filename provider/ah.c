@@ -12,7 +12,7 @@ struct ibv_ah *sr_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct sr_context *ctx = to_sr_context(pd->context);
 	union ibv_gid sgid;
-	struct emu_ah *ah;
+	struct sr_ah *ah;
 
 	/* RoCE: an address is a GID, so every AH carries a GRH, as the kernel requires. */
 	if (attr->port_num != 1 || !attr->is_global ||
@@ -26,15 +26,15 @@ struct ibv_ah *sr_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		return NULL;
 	ah->ibv_ah.context = pd->context;
 	ah->ibv_ah.pd = pd;
-	memcpy(ah->dgid, attr->grh.dgid.raw, 16);
-	memcpy(ah->sgid, sgid.raw, 16);
-	ah->hop_limit = attr->grh.hop_limit;
-	ah->traffic_class = attr->grh.traffic_class;
+	memcpy(ah->av.dgid, attr->grh.dgid.raw, 16);
+	memcpy(ah->av.sgid, sgid.raw, 16);
+	ah->av.hop_limit = attr->grh.hop_limit;
+	ah->av.traffic_class = attr->grh.traffic_class;
 	return &ah->ibv_ah;
 }
 
 int sr_destroy_ah(struct ibv_ah *ah)
 {
-	free((struct emu_ah *)ah);
+	free(to_sr_ah(ah));
 	return 0;
 }

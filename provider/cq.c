@@ -5,6 +5,7 @@
 
 #include "softrdma.h"
 #include "emu/cq.h"
+#include "emu/qp.h"
 #include "kernel-abi/comp_channel.h"
 
 static void cq_overrun(void *owner, struct emu_cq *ecq)
@@ -12,8 +13,8 @@ static void cq_overrun(void *owner, struct emu_cq *ecq)
 	struct sr_cq *cq = owner;
 
 	(void)ecq;
-	sr_raise_async_event(to_sr_context(cq->vcq.cq.context), (uintptr_t)&cq->vcq.cq,
-			     IBV_EVENT_CQ_ERR);
+	emu_async_event(to_sr_context(cq->vcq.cq.context)->async_notify_fd,
+			(uintptr_t)&cq->vcq.cq, IBV_EVENT_CQ_ERR);
 }
 
 /* The write end of a softrdma completion channel, or -1 (EINVAL) for anything else. */

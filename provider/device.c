@@ -60,15 +60,6 @@ static const struct verbs_context_ops sr_context_ops = {
 	.resize_cq = sr_resize_cq,
 };
 
-void sr_raise_async_event(struct sr_context *ctx, uint64_t element, enum ibv_event_type type)
-{
-	struct uverbs_async_event ev = { .element = element, .event_type = type };
-
-	if (write(ctx->async_notify_fd, &ev, sizeof(ev)) != sizeof(ev)) {
-		/* Nobody reads the events and the pipe is full: lost, as on a full kernel queue. */
-	}
-}
-
 static struct verbs_context *sr_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 					      void *private_data)
 {

@@ -92,7 +92,7 @@ int sr_dereg_mr(struct verbs_mr *vmr)
 
 struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
-	struct emu_mw *mw = calloc(1, sizeof(*mw));
+	struct sr_mw *mw = calloc(1, sizeof(*mw));
 	int ret;
 
 	if (!mw)
@@ -113,7 +113,7 @@ struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 int sr_dealloc_mw(struct ibv_mw *ibmw)
 {
-	struct emu_mw *mw = (struct emu_mw *)ibmw;
+	struct sr_mw *mw = to_sr_mw(ibmw);
 	int ret = mw_dealloc(mem_of(ibmw->context), mw->window);
 
 	if (ret)

@@ -8,6 +8,7 @@
 #include "kernel-abi/provider_abi.h"
 #include "provider/cq_ex.h"
 #include "provider/qp_ex.h"
+#include "emu/qp.h"
 
 struct sr_device {
 	struct verbs_device vdev;
@@ -33,6 +34,18 @@ struct sr_pd {
 struct sr_mr {
 	struct verbs_mr vmr;
 	struct mem_region *region;
+};
+
+/* An address handle: what the engine sends a UD datagram to (emu/qp.h). */
+struct sr_ah {
+	struct ibv_ah ibv_ah;
+	struct emu_av av;
+};
+
+/* A memory window: its slot in the engine's key table (emu/mr.h). */
+struct sr_mw {
+	struct ibv_mw ibv_mw;
+	struct mem_region *window;
 };
 
 struct sr_srq {
@@ -88,13 +101,20 @@ static inline struct sr_qp *to_sr_qp(struct ibv_qp *qp)
 	return (struct sr_qp *)((char *)qp - offsetof(struct sr_qp, vqp.qp));
 }
 
+static inline struct sr_ah *to_sr_ah(struct ibv_ah *ah)
+{
+	return (struct sr_ah *)ah;
+}
+
+static inline struct sr_mw *to_sr_mw(struct ibv_mw *mw)
+{
+	return (struct sr_mw *)mw;
+}
+
 static inline struct sr_srq *to_sr_srq(struct ibv_srq *srq)
 {
 	return (struct sr_srq *)((char *)srq - offsetof(struct sr_srq, vsrq.srq));
 }
-
-/* Writes one async event record; the engine calls it too, through emu hooks. */
-void sr_raise_async_event(struct sr_context *ctx, uint64_t element, enum ibv_event_type type);
 
 /* cq.c */
 struct ibv_cq *sr_create_cq(struct ibv_context *context, int cqe, struct ibv_comp_channel *channel,
