@@ -44,6 +44,7 @@ compat_tests=(
 	test_device test_rc_access test_rc_ops test_rc_state test_srq test_uc test_mw test_ud
 	test_same_host test_threads test_survival test_rc_hostile	# every verb, through its inline wrappers
 	test_qp_ex test_cq_ex	# the ibv_wr_*/ibv_start_poll builders on this release's structs
+	test_newer_verbs	# ibv_reg_mr_ex, ibv_alloc_buf, ibv_query_port_speed, EOPNOTSUPP ones
 	test_cm			# rdma_cm through the drop-in, built on this release's rdma_cma.h
 	test_rc_pingpong	# the release's ibv_rc_pingpong, both engines, poll and events
 	test_ud_uc_srq		# the release's UD, UC and SRQ pingpongs

@@ -23,6 +23,7 @@ pass() { echo "ok: $*"; }
 install_missing test_deb.sh debootstrap debian-archive-keyring git
 
 root=$(mktemp -d "${TMPDIR:-/var/tmp}/softrdma-deb.XXXXXX") || exit 1
+chmod 755 "$root"	# it becomes /, which every user traverses
 mounts=()
 cleanup() {
 	local m
