@@ -33,10 +33,10 @@ set(CPACK_PACKAGE_NAME softrdma)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "user-space soft-RDMA device for unmodified verbs programs")
-set(CPACK_PACKAGE_DESCRIPTION "softrdma gives unmodified libibverbs and librdmacm programs an \
-RDMA device, softrdma0, on any Linux machine: no RDMA NIC, no kernel module, no root. \
-Run a program with `softrdma run -- PROGRAM`, or set up a shell or a CI job with \
-`eval \"$(softrdma env)\"`. Built for rdma-core ${SOFTRDMA_PABI_MIN}-${SOFTRDMA_PABI_MAX}.")
+set(CPACK_PACKAGE_DESCRIPTION "softrdma gives unmodified libibverbs and librdmacm programs \
+an RDMA device, softrdma0, on any Linux machine: no RDMA NIC, no kernel module, no root. \
+softrdma run starts a program with the device visible; softrdma env sets up a shell or a CI \
+job. Built for rdma-core ${SOFTRDMA_PABI_MIN} to ${SOFTRDMA_PABI_MAX}.")
 if(NOT CPACK_PACKAGE_CONTACT)
   set(CPACK_PACKAGE_CONTACT "softrdma maintainers <maintainers@softrdma.invalid>")
 endif()
@@ -47,8 +47,9 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS
   "bash, libibverbs1 (>= ${SOFTRDMA_PABI_MIN}), libibverbs1 (<< ${past_last})")
 # ibv_devinfo and the pingpongs, rping and friends, perftest: what `softrdma demo` runs.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ibverbs-utils, rdmacm-utils, perftest, iproute2")
-# The libraries' own dependencies (libc, liburing, libibverbs), from dpkg-shlibdeps; only
-# when what we linked is the system's (a prefix's rdma-core belongs to no package).
+# The libraries' own dependencies (libc, liburing, libibverbs), from dpkg-shlibdeps (which
+# cpack runs through `file`); only when what we linked is the system's (a prefix's
+# rdma-core belongs to no package).
 if(IBVERBS_LIBDIR MATCHES "^/usr/lib")
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 endif()
