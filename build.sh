@@ -3,7 +3,8 @@
 #   ./build.sh demo   install what is missing, build, run the demo on the soft device
 #   ./build.sh test   install what is missing, build, run the whole test suite
 #                     (a normal build, an ASan/UBSan build, the TSan tests, the fuzzers
-#                     for a bounded time: docs/fuzzing.md)
+#                     for a bounded time: docs/fuzzing.md; then the rdma-core releases of
+#                     tests/compat/matrix.sh and, as root, the .deb in a clean Debian root)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 . tools/packages.sh
@@ -11,7 +12,11 @@ cd "$(dirname "$(readlink -f "$0")")"
 packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
 	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd valgrind
 	python3-pyverbs clang-14 libclang-rt-14-dev	# clang: libFuzzer (tests/fuzz)
-	prometheus-node-exporter curl)	# test_counters reads the sysfs counters through it
+	prometheus-node-exporter curl	# test_counters reads the sysfs counters through it
+	mandoc man-db)	# the man pages' lint (test_man_pages)
+# Only for the test command: building rdma-core releases (tests/compat), the .deb in a clean
+# root (tests/package).
+test_packages=(ninja-build libnl-3-dev libnl-route-3-dev debian-archive-keyring debootstrap git)
 
 build() { # DIR [CMAKE ARGS...]
 	local dir=$1
@@ -27,7 +32,7 @@ demo)
 	build/bin/softrdma demo
 	;;
 test)
-	install_missing build.sh "${packages[@]}"
+	install_missing build.sh "${packages[@]}" "${test_packages[@]}"
 	build build
 	(cd build && ctest --output-on-failure -j 2)
 	build build-sanitize -DSOFTRDMA_SANITIZE=ON
@@ -41,6 +46,15 @@ test)
 	cmake --build build-fuzz -j "$(nproc)" --target fuzz_stream fuzz_completer fuzz_ud fuzz_cm \
 		softrdma softrdma-preload softrdma-sysfs
 	(cd build-fuzz && ctest --output-on-failure -L fuzz)
+	# Real rdma-core releases, one per private provider ABI, each built once from source and
+	# cached; the system's (44 on bookworm) ran the whole suite above.
+	tests/compat/matrix.sh 56.1 58.0 61.0 64.0 65.0
+	# The package as a user installs it: docs/ci.md's steps in a debootstrap root.
+	if [ "$(id -u)" -eq 0 ]; then
+		tests/package/test_deb.sh
+	else
+		echo "build.sh: tests/package/test_deb.sh skipped: it needs root (debootstrap, chroot)" >&2
+	fi
 	;;
 *)
 	echo "usage: ./build.sh demo | test" >&2

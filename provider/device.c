@@ -55,6 +55,12 @@ static const struct verbs_context_ops sr_context_ops = {
 	.query_qp = sr_query_qp,
 	.query_srq = sr_query_srq,
 	.reg_mr = sr_reg_mr,
+#if PABI_SINCE(59)
+	.reg_mr_ex = sr_reg_mr_ex,
+#endif
+#if PABI_SINCE(62)
+	.query_port_speed = sr_query_port_speed,
+#endif
 	.req_notify_cq = sr_req_notify_cq,
 	.rereg_mr = sr_rereg_mr,
 	.resize_cq = sr_resize_cq,

@@ -91,6 +91,14 @@ int sr_query_device_ex(struct ibv_context *context, const struct ibv_query_devic
 int sr_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr);
 int sr_count_gids(const struct ibv_device *device);
 
+/* ops_since_59.c: ops of newer rdma-core releases */
+#if PABI_SINCE(59)
+struct ibv_mr *sr_reg_mr_ex(struct ibv_pd *pd, struct ibv_mr_init_attr *attr);
+#endif
+#if PABI_SINCE(62)
+int sr_query_port_speed(struct ibv_context *context, uint32_t port_num, uint64_t *speed);
+#endif
+
 static inline struct sr_cq *to_sr_cq(struct ibv_cq *cq)
 {
 	return (struct sr_cq *)((char *)cq - offsetof(struct sr_cq, vcq.cq));

@@ -98,6 +98,13 @@ case_rsocket() {
 # serves until it is stopped.
 case_cmtime() {
 	local label="$engine cmtime" addr=$1 step server_stays=1
+	# From rdma-core 52 on (the one with -S), cmtime also opens a TCP socket of its own on
+	# its rdma_cm port, which the drop-in's CM already listens on (docs/rdma-cm.md: the
+	# one collision of the shared port space); until that is solved it cannot run here.
+	if grep -q 'run socket baseline test' <<<"$(cmtime -h 2>&1)"; then
+		echo "skip: $label: this cmtime (rdma-core 52 or later) binds a TCP socket on its rdma_cm port"
+		return 0
+	fi
 	next_port || return 1
 	run_pair "$label" cmtime -p "$port" -- cmtime -s "$addr" -p "$port" || return 1
 	expect_contains "$label: client: step table" "$cli_out" '^step +total ms +max ms +min us +us / conn$'
