@@ -151,6 +151,7 @@ EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 {
 	struct cm_id *listener = to_cm_id(listen);
+	struct rdma_event_channel *own;
 	struct rdma_cm_event *event;
 	struct cm_id *child;
 
@@ -167,15 +168,18 @@ EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 	}
 	child = to_cm_id(event->id);
 	/* Synchronous like its listener: later calls on it wait for their own events. */
-	child->own_channel = to_cm_channel(rdma_create_event_channel());
-	if (!child->own_channel) {
+	own = rdma_create_event_channel();
+	if (!own) {
 		rdma_ack_cm_event(event);
 		return -1;
 	}
-	child->id.channel = &child->own_channel->channel;
+	pthread_mutex_lock(&child->lock);
+	child->own_channel = to_cm_channel(own);
+	child->id.channel = own;
 	child->sync = true;
 	child->id.event = event;	/* read by the application, acked by rdma_accept */
 	child->id.pd = listen->pd;
+	pthread_mutex_unlock(&child->lock);
 	if (listener->ep_qp_attr.cap.max_send_wr || listener->ep_qp_attr.cap.max_recv_wr) {
 		struct ibv_qp_init_attr attr = listener->ep_qp_attr;
 
