@@ -282,6 +282,8 @@ static int send_reject(struct cm_id *id, const void *private_data, uint8_t len, 
 		rej.private_data_len = len;
 	}
 	ret = cm_send(id, &rej);
+	if (ret == ENOTCONN || ret == ECONNRESET || ret == EPIPE)
+		ret = 0;	/* the requester is gone: there is nobody left to tell */
 	id->state = CM_DISCONNECTED;
 	pthread_mutex_unlock(&id->lock);
 	cm_thread_unwatch(id);

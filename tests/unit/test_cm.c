@@ -235,6 +235,30 @@ static void test_listener_destroyed_with_a_request_waiting(void **state)
 	stop(&cli);
 }
 
+/* A requester that went away before the answer: rejecting it still succeeds, as the IB
+ * CM's REJ does; there is nobody left to tell. */
+static void test_reject_after_the_requester_left(void **state)
+{
+	struct side srv = { 0 }, cli = { 0 };
+	struct rdma_conn_param param = { .retry_count = 7 };
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *req;
+	int port;
+
+	(void)state;
+	port = start_listener(&srv, 16);
+	start_client(&cli, port);
+	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	req = e->id;
+	rdma_ack_cm_event(e);
+	stop(&cli);
+	usleep(200 * 1000);	/* the server's CM sees the connection close */
+	assert_int_equal(rdma_reject(req, NULL, 0), 0);
+	assert_int_equal(rdma_destroy_id(req), 0);
+	stop(&srv);
+}
+
 /* librdmacm copies ibv_qp_init_attr into the _ex form and sets comp_mask itself: what the
  * caller left in the padding after sq_sig_all (where comp_mask lies) does not matter. */
 static void test_create_qp_ignores_padding(void **state)
@@ -308,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_destroy_while_connected),
 		cmocka_unit_test(test_many_connections_one_listener),
 		cmocka_unit_test(test_listener_destroyed_with_a_request_waiting),
+		cmocka_unit_test(test_reject_after_the_requester_left),
 		cmocka_unit_test(test_create_qp_ignores_padding),
 		cmocka_unit_test(test_event_channel_fd_works_with_epoll),
 		cmocka_unit_test(test_nonblocking_channel_says_eagain),
