@@ -1,12 +1,22 @@
 # libfabric's verbs provider on the soft device (issue 13): Debian's fi_pingpong between two
-# processes on loopback, over an RDM endpoint (verbs;ofi_rxm: reliable datagrams made of
-# rdma_cm connections) and over a MSG endpoint (verbs alone, one rdma_cm connection), with
+# processes, over an RDM endpoint (verbs;ofi_rxm: reliable datagrams made of rdma_cm
+# connections) and over a MSG endpoint (verbs alone, one rdma_cm connection), with
 # fi_pingpong's data check (-c: every message filled from its sequence number and compared
 # byte for byte by the receiver, which prints "Error at iteration" and fails on a
 # difference). rdm wants -e rdm: fi_pingpong's default endpoint type is dgram, which
 # ofi_rxm does not offer. The server listens on its control port (-B).
+# Both sides run in one network namespace the test creates, over loopback, with the
+# device attached to that namespace's veth as well: the verbs provider offers MSG
+# endpoints only where a non-loopback interface has an address on the device
+# (vrb_getifaddrs skips IFF_LOOPBACK), as on rxe, which is never attached to lo. Its
+# server then binds "localhost", which softrdma0's GID table has (loopback is always
+# attached; a RoCE NIC's has not, and libfabric falls back to the interface's address),
+# and names 127.0.0.1 to its client: so the client runs beside it.
 . "$(dirname "$0")/lib.sh"
 
+. "$(dirname "$0")/netns.sh"
+netns_setup fab
+cli_in=("${srv_in[@]}") where_cli=$where_srv
 . "$(dirname "$0")/pairs.sh"
 
 iters=100
