@@ -204,6 +204,21 @@ static void rest_listener(struct cm_id *listener)
 	resting++;
 }
 
+/*
+ * Did the connection reach us on one of the device's addresses? A listener on the
+ * wildcard address takes TCP connections on every interface, but a RoCE CM hears only
+ * what comes in through a port of the device: the others are closed unread.
+ */
+static bool on_device(int fd)
+{
+	struct sockaddr_storage local;
+	socklen_t len = sizeof(local);
+	union ibv_gid gid;
+
+	return !getsockname(fd, (struct sockaddr *)&local, &len) &&
+	       cm_gid_index_of(cm_softrdma_context(), (struct sockaddr *)&local, &gid) >= 0;
+}
+
 /* A listener is readable: new connections become half-open (the CM thread, no lock). */
 static void accept_all(struct cm_id *listener, int sock)
 {
@@ -226,7 +241,7 @@ static void accept_all(struct cm_id *listener, int sock)
 				return;
 			continue;	/* ECONNABORTED and the like: that one is gone */
 		}
-		ho = calloc(1, sizeof(*ho));
+		ho = on_device(fd) ? calloc(1, sizeof(*ho)) : NULL;
 		if (!ho) {
 			close(fd);
 			continue;

@@ -6,13 +6,16 @@
  *   - a peer that floods DREQs and never reads is cut off; the CM thread never blocks;
  *   - silent connections: at most CM_MAX_HALF_OPEN are held, none past CM_REQ_TIMEOUT_MS;
  *   - a REQ (or REP) naming a GID other than its sender's is rejected;
- *   - at the fd limit the CM thread rests instead of spinning, and serves once fds free up.
+ *   - at the fd limit the CM thread rests instead of spinning, and serves once fds free up;
+ *   - connections on an interface the device is not attached to are closed unread.
  * Run under `softrdma run` (ctest does).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +323,71 @@ static void test_rep_naming_another_host_is_refused(void **state)
 	stop(&srv);
 }
 
+/* A local IPv4 address the device is not attached to (rdma_bind_addr refuses it), or 0. */
+static in_addr_t unattached_address(void)
+{
+	struct ifaddrs *ifs, *ifa;
+	in_addr_t found = 0;
+
+	if (getifaddrs(&ifs))
+		return 0;
+	for (ifa = ifs; ifa && !found; ifa = ifa->ifa_next) {
+		struct rdma_event_channel *ch;
+		struct rdma_cm_id *id;
+		struct sockaddr_in sin;
+
+		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET ||
+		    (ifa->ifa_flags & IFF_LOOPBACK) || !(ifa->ifa_flags & IFF_UP))
+			continue;
+		memcpy(&sin, ifa->ifa_addr, sizeof(sin));
+		ch = rdma_create_event_channel();
+		assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+		if (rdma_bind_addr(id, (struct sockaddr *)&sin) && errno == EADDRNOTAVAIL)
+			found = sin.sin_addr.s_addr;
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(ch);
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+/* A listener on the wildcard address takes TCP connections on every interface; those that
+ * come in on an interface the device is not attached to (as softrdma run's default, all
+ * but loopback) are closed unread, so they cannot use up its half-open slots. */
+static void test_unattached_interface_is_not_served(void **state)
+{
+	enum { SILENT = 100 };
+	struct sockaddr_in any = { .sin_family = AF_INET }, sin = { .sin_family = AF_INET };
+	struct side srv = { 0 };
+	int fds[SILENT], port, open;
+	in_addr_t addr = unattached_address();
+
+	(void)state;
+	if (!addr)
+		skip();	/* no interface besides those the device is attached to */
+	srv.ch = rdma_create_event_channel();
+	assert_int_equal(rdma_create_id(srv.ch, &srv.id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(srv.id, (struct sockaddr *)&any), 0);
+	assert_int_equal(rdma_listen(srv.id, 128), 0);
+	port = ntohs(rdma_get_src_port(srv.id));
+	sin.sin_addr.s_addr = addr;
+	sin.sin_port = htons(port);
+	for (int i = 0; i < SILENT; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_int_equal(connect(fds[i], (struct sockaddr *)&sin, sizeof(sin)), 0);
+	}
+	usleep(500 * 1000);
+	open = still_open(fds, SILENT);
+	print_message("%d connections to %s, %d still held after 0.5 s\n", SILENT,
+		      inet_ntoa(sin.sin_addr), open);
+	assert_int_equal(open, 0);
+	expect_no_event(srv.ch, 0);
+	for (int i = 0; i < SILENT; i++)
+		close(fds[i]);
+	legit_connection(&srv, port);	/* on loopback, which it is attached to */
+	stop(&srv);
+}
+
 /* CPU time this process has used, in ms: its threads are idle but the CM thread. */
 static int64_t cpu_ms(void)
 {
@@ -389,6 +457,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_req_naming_another_host_is_rejected),
 		cmocka_unit_test(test_rep_naming_another_host_is_refused),
 		cmocka_unit_test(test_at_the_fd_limit_the_cm_rests_then_serves),
+		cmocka_unit_test(test_unattached_interface_is_not_served),
 	};
 
 	if (argc > 1)
