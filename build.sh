@@ -11,7 +11,8 @@ cd "$(dirname "$(readlink -f "$0")")"
 
 packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
 	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd valgrind
-	python3-pyverbs clang-14 libclang-rt-14-dev	# clang: libFuzzer (tests/fuzz)
+	python3-pyverbs libfabric-bin libfabric1	# libfabric: test_libfabric (fi_pingpong)
+	clang-14 libclang-rt-14-dev	# clang: libFuzzer (tests/fuzz)
 	prometheus-node-exporter curl	# test_counters reads the sysfs counters through it
 	mandoc man-db)	# the man pages' lint (test_man_pages)
 # Only for the test command: building rdma-core releases (tests/compat), the .deb in a clean

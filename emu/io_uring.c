@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <liburing.h>
@@ -35,17 +36,44 @@ static struct uring_backend *to_uring(struct io_backend *b)
 	return (struct uring_backend *)b;
 }
 
+struct ring_setup {
+	struct io_uring *ring;
+	int ret;
+};
+
+static void *setup_ring(void *arg)
+{
+	struct ring_setup *s = arg;
+
+	s->ret = io_uring_queue_init(RING_ENTRIES, s->ring, 0);
+	return NULL;
+}
+
+/*
+ * The ring is set up on a thread of its own, which then exits. The kernel registers the
+ * task that creates a ring, and when the ring goes it notifies every registered task like
+ * a signal: the application thread that opened the device (and later closed it) would see
+ * its next blocking call fail with EINTR (libfabric's fi_getinfo opens and closes the
+ * device, then fi_pingpong's read of its control socket failed).
+ */
 static int uring_create(struct io_backend **out)
 {
 	struct uring_backend *b = calloc(1, sizeof(*b));
+	struct ring_setup setup;
+	pthread_t t;
 	int ret;
 
 	if (!b)
 		return ENOMEM;
-	ret = io_uring_queue_init(RING_ENTRIES, &b->ring, 0);
-	if (ret < 0) {
+	setup.ring = &b->ring;
+	ret = pthread_create(&t, NULL, setup_ring, &setup);
+	if (!ret) {
+		pthread_join(t, NULL);
+		ret = setup.ret < 0 ? -setup.ret : 0;
+	}
+	if (ret) {
 		free(b);
-		return -ret;
+		return ret;
 	}
 	b->base.ops = &io_uring_backend;
 	*out = &b->base;

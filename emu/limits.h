@@ -29,7 +29,10 @@
 #define EMU_MAX_SGE_RD		32
 #define EMU_MAX_INLINE_DATA	256
 #define EMU_MAX_CQ		16384
-#define EMU_MAX_CQE		65535
+/* mlx5's (log_max_cq_sz 22): libfabric's ofi_rxm asks for 196608 by default, above rxe's
+ * 32767. The ring is allocated whole, as a NIC's CQ buffer is, but its pages are touched
+ * only as completions land in them. */
+#define EMU_MAX_CQE		4194303
 #define EMU_MAX_SRQ		16384
 #define EMU_MAX_SRQ_WR		16384
 #define EMU_MAX_SRQ_SGE		32

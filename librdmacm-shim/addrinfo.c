@@ -5,16 +5,19 @@
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <infiniband/ib.h>
 
 #include "cm.h"
 
-static struct sockaddr *copy_addr(const struct sockaddr *sa, socklen_t len)
+static int copy_addr(struct sockaddr **dst, socklen_t *dst_len, const struct sockaddr *src,
+		     socklen_t len)
 {
-	struct sockaddr *copy = malloc(len);
-
-	if (copy)
-		memcpy(copy, sa, len);
-	return copy;
+	*dst = malloc(len);
+	if (!*dst)
+		return ENOMEM;
+	memcpy(*dst, src, len);
+	*dst_len = len;
+	return 0;
 }
 
 EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
@@ -33,71 +36,111 @@ EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 	}
 }
 
-/* Like getaddrinfo(3): 0, or an EAI_* code (with errno set for EAI_SYSTEM). */
+/* The getaddrinfo(3) hints librdmacm derives from its own: socket type from the QP type,
+ * protocol from the port space. */
+static void to_ai_hints(const struct rdma_addrinfo *hints, struct addrinfo *ai)
+{
+	memset(ai, 0, sizeof(*ai));
+	if (hints->ai_flags & RAI_PASSIVE)
+		ai->ai_flags = AI_PASSIVE;
+	if (hints->ai_flags & RAI_NUMERICHOST)
+		ai->ai_flags |= AI_NUMERICHOST;
+	if (hints->ai_family != AF_IB)
+		ai->ai_family = hints->ai_family;
+	if (hints->ai_qp_type == IBV_QPT_UD)
+		ai->ai_socktype = SOCK_DGRAM;
+	else if (hints->ai_qp_type)
+		ai->ai_socktype = SOCK_STREAM;	/* RC, UC, XRC */
+	if (hints->ai_port_space == RDMA_PS_TCP ||
+	    (hints->ai_port_space == RDMA_PS_IB && ai->ai_socktype == SOCK_STREAM))
+		ai->ai_protocol = IPPROTO_TCP;
+	else if (hints->ai_port_space == RDMA_PS_UDP || hints->ai_port_space == RDMA_PS_IPOIB ||
+		 (hints->ai_port_space == RDMA_PS_IB && ai->ai_socktype == SOCK_DGRAM))
+		ai->ai_protocol = IPPROTO_UDP;
+}
+
+/* The first address getaddrinfo(3) found, as librdmacm keeps it: one result. */
+static int from_ai(struct rdma_addrinfo *rai, const struct rdma_addrinfo *hints,
+		   const struct addrinfo *ai)
+{
+	bool passive = hints->ai_flags & RAI_PASSIVE;
+
+	rai->ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type :
+			  ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD : IBV_QPT_RC;
+	rai->ai_port_space = hints->ai_port_space ? hints->ai_port_space :
+			     ai->ai_protocol == IPPROTO_UDP ? RDMA_PS_UDP : RDMA_PS_TCP;
+	rai->ai_flags = passive ? RAI_PASSIVE : 0;
+	rai->ai_family = ai->ai_family;
+	if (ai->ai_canonname) {
+		char **name = passive ? &rai->ai_src_canonname : &rai->ai_dst_canonname;
+
+		*name = strdup(ai->ai_canonname);
+		if (!*name)
+			return ENOMEM;
+	}
+	if (passive)
+		return copy_addr(&rai->ai_src_addr, &rai->ai_src_len, ai->ai_addr, ai->ai_addrlen);
+	return copy_addr(&rai->ai_dst_addr, &rai->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
+}
+
+/*
+ * As librdmacm's (addrinfo.c): node and service are looked up with getaddrinfo(3), and the
+ * first answer is the result; with neither, the result is the hints themselves (libfabric
+ * passes its addresses that way). A source address in the hints is kept. Returns 0, an
+ * EAI_* code from getaddrinfo(3), or -1 with errno.
+ */
 EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 			    const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
-	struct addrinfo ai_hints = { .ai_socktype = SOCK_STREAM }, *ai, *a;
-	struct rdma_addrinfo **tail = res, *r;
-	int flags = hints ? hints->ai_flags : 0;
-	int ret;
+	static const struct rdma_addrinfo no_hints;
+	struct rdma_addrinfo *rai;
+	struct addrinfo ai_hints, *ai;
+	int ret = 0;
 
-	if (!res || (!node && !service)) {
+	if (!res || (!node && !service && !hints)) {
 		errno = EINVAL;
-		return EAI_NONAME;
+		return -1;
 	}
-	*res = NULL;
-	if (hints && hints->ai_family)
-		ai_hints.ai_family = hints->ai_family;
-	if (flags & RAI_PASSIVE)
-		ai_hints.ai_flags |= AI_PASSIVE;
-	if (flags & RAI_NUMERICHOST)
-		ai_hints.ai_flags |= AI_NUMERICHOST;
-	ret = getaddrinfo(node, service, &ai_hints, &ai);
-	if (ret)
-		return ret;
-	for (a = ai; a; a = a->ai_next) {
-		if (a->ai_family != AF_INET && a->ai_family != AF_INET6)
-			continue;
-		r = calloc(1, sizeof(*r));
-		if (!r)
-			goto oom;
-		*tail = r;
-		tail = &r->ai_next;
-		r->ai_flags = flags;
-		r->ai_family = a->ai_family;
-		r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
-		r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space :
-				   (r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
-		if (flags & RAI_PASSIVE) {
-			r->ai_src_addr = copy_addr(a->ai_addr, a->ai_addrlen);
-			r->ai_src_len = a->ai_addrlen;
-			if (!r->ai_src_addr)
-				goto oom;
-		} else {
-			r->ai_dst_addr = copy_addr(a->ai_addr, a->ai_addrlen);
-			r->ai_dst_len = a->ai_addrlen;
-			if (!r->ai_dst_addr)
-				goto oom;
-			if (hints && hints->ai_src_addr) {
-				r->ai_src_addr = copy_addr(hints->ai_src_addr, hints->ai_src_len);
-				r->ai_src_len = hints->ai_src_len;
-				if (!r->ai_src_addr)
-					goto oom;
-			}
+	if (!hints)
+		hints = &no_hints;
+	/* AF_IB addresses name IB subnets: the soft device is RoCE (docs/semantics.md). */
+	if ((hints->ai_flags & RAI_FAMILY) && hints->ai_family == AF_IB) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	rai = calloc(1, sizeof(*rai));
+	if (!rai) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (node || service) {
+		to_ai_hints(hints, &ai_hints);
+		ret = getaddrinfo(node, service, hints == &no_hints ? NULL : &ai_hints, &ai);
+		if (ret) {
+			free(rai);
+			return ret;
 		}
+		ret = from_ai(rai, hints, ai);
+		freeaddrinfo(ai);
+	} else {
+		rai->ai_flags = hints->ai_flags;
+		rai->ai_family = hints->ai_family;
+		rai->ai_qp_type = hints->ai_qp_type;
+		rai->ai_port_space = hints->ai_port_space;
+		if (hints->ai_dst_len)
+			ret = copy_addr(&rai->ai_dst_addr, &rai->ai_dst_len, hints->ai_dst_addr,
+					hints->ai_dst_len);
 	}
-	freeaddrinfo(ai);
-	if (!*res)
-		return EAI_FAMILY;
+	if (!ret && !rai->ai_src_len && hints->ai_src_len)
+		ret = copy_addr(&rai->ai_src_addr, &rai->ai_src_len, hints->ai_src_addr,
+				hints->ai_src_len);
+	if (ret) {
+		rdma_freeaddrinfo(rai);
+		errno = ret;
+		return -1;
+	}
+	*res = rai;
 	return 0;
-
-oom:
-	freeaddrinfo(ai);
-	rdma_freeaddrinfo(*res);
-	*res = NULL;
-	errno = ENOMEM;
-	return EAI_SYSTEM;
 }
 
 EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
@@ -151,6 +194,7 @@ EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 {
 	struct cm_id *listener = to_cm_id(listen);
+	struct rdma_event_channel *own;
 	struct rdma_cm_event *event;
 	struct cm_id *child;
 
@@ -167,15 +211,18 @@ EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 	}
 	child = to_cm_id(event->id);
 	/* Synchronous like its listener: later calls on it wait for their own events. */
-	child->own_channel = to_cm_channel(rdma_create_event_channel());
-	if (!child->own_channel) {
+	own = rdma_create_event_channel();
+	if (!own) {
 		rdma_ack_cm_event(event);
 		return -1;
 	}
-	child->id.channel = &child->own_channel->channel;
+	pthread_mutex_lock(&child->lock);
+	child->own_channel = to_cm_channel(own);
+	child->id.channel = own;
 	child->sync = true;
 	child->id.event = event;	/* read by the application, acked by rdma_accept */
 	child->id.pd = listen->pd;
+	pthread_mutex_unlock(&child->lock);
 	if (listener->ep_qp_attr.cap.max_send_wr || listener->ep_qp_attr.cap.max_recv_wr) {
 		struct ibv_qp_init_attr attr = listener->ep_qp_attr;
 

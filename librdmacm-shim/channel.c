@@ -2,7 +2,15 @@
 /*
  * Event channels. channel.fd is the read end of a pipe holding one byte per queued event,
  * so it is readable exactly when rdma_get_cm_event() has something: poll, epoll and
- * O_NONBLOCK work as on the real library.
+ * O_NONBLOCK work as on the real library. Bytes are written and taken only under ch->lock,
+ * together with the event they stand for, so a reader never takes the byte of an event
+ * that a destroyed id's cleanup takes away (it would have found nothing); readers wait in
+ * poll(), outside the lock.
+ *
+ * Each id counts its events (cm.h): posted, then either dropped unseen or handed out
+ * (reported) and acknowledged. rdma_destroy_id waits until every posted event is dropped
+ * or acknowledged; rdma_migrate_id until those handed out so far are acknowledged, as
+ * librdmacm does.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +33,8 @@ EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		free(ch);
 		return NULL;
 	}
+	/* Only the application decides whether its end blocks; ours never does. */
+	fcntl(fds[1], F_SETFL, O_NONBLOCK);
 	ch->channel.fd = fds[0];
 	ch->notify_fd = fds[1];
 	pthread_mutex_init(&ch->lock, NULL);
@@ -48,6 +58,44 @@ EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	free(ch);
 }
 
+/* ch->lock held: one more event is queued. A full pipe (65536 events nobody took) keeps
+ * the fd readable; the event is counted instead. */
+static void announce(struct cm_channel *ch)
+{
+	char one = 1;
+
+	if (write(ch->notify_fd, &one, 1) != 1)
+		ch->unannounced++;
+}
+
+/* ch->lock held: one event fewer. Its byte is there (the invariant in cm.h); the poll only
+ * guards against an application that read the fd itself. */
+static void unannounce(struct cm_channel *ch)
+{
+	struct pollfd pfd = { .fd = ch->channel.fd, .events = POLLIN };
+	char byte;
+
+	if (ch->unannounced) {
+		ch->unannounced--;
+		return;
+	}
+	if (poll(&pfd, 1, 0) == 1 && read(ch->channel.fd, &byte, 1) != 1) {
+		/* nothing there after all: the count is already right */
+	}
+}
+
+/* ch->lock held. */
+static void enqueue(struct cm_channel *ch, struct cm_event *ev)
+{
+	ev->next = NULL;
+	if (ch->tail)
+		ch->tail->next = ev;
+	else
+		ch->head = ev;
+	ch->tail = ev;
+	announce(ch);
+}
+
 /* How much private data the peer's message type carries on the IB CM (zero-padded). */
 static uint8_t padded_private_len(enum rdma_cm_event_type type, bool ud)
 {
@@ -68,14 +116,55 @@ static uint8_t padded_private_len(enum rdma_cm_event_type type, bool ud)
 	}
 }
 
+static void copy_private_data(struct cm_event *ev, const struct cm_msg *msg, uint8_t len)
+{
+	memcpy(ev->private_data, msg->private_data,
+	       msg->private_data_len < len ? msg->private_data_len : len);
+}
+
+/* Service ID resolution: the event says how to reach the peer's UD QP. */
+static void fill_ud_param(struct cm_event *ev, struct cm_id *id, const struct cm_msg *msg)
+{
+	struct rdma_ud_param *ud = &ev->event.param.ud;
+	uint8_t len = padded_private_len(ev->event.event, true);
+	union ibv_gid sgid;
+	int sgid_index = cm_gid_index_of(id->id.verbs, &id->id.route.addr.src_addr, &sgid);
+
+	copy_private_data(ev, msg, len);
+	ud->private_data = len ? ev->private_data : NULL;
+	ud->private_data_len = len;
+	ud->ah_attr.is_global = 1;
+	ud->ah_attr.port_num = 1;
+	ud->ah_attr.grh.sgid_index = sgid_index < 0 ? 0 : (uint8_t)sgid_index;
+	ud->ah_attr.grh.hop_limit = 64;
+	memcpy(&ud->ah_attr.grh.dgid, msg->gid, 16);
+	ud->qp_num = msg->qpn;
+	ud->qkey = msg->psn;
+}
+
+static void fill_conn_param(struct cm_event *ev, const struct cm_msg *msg)
+{
+	struct rdma_conn_param *p = &ev->event.param.conn;
+	uint8_t len = padded_private_len(ev->event.event, false);
+
+	copy_private_data(ev, msg, len);
+	p->private_data = len ? ev->private_data : NULL;
+	p->private_data_len = len;
+	p->responder_resources = msg->responder_resources;
+	p->initiator_depth = msg->initiator_depth;
+	p->flow_control = msg->flow_control;
+	p->retry_count = msg->retry_count;
+	p->rnr_retry_count = msg->rnr_retry_count;
+	p->srq = msg->srq;
+	p->qp_num = msg->qpn;
+}
+
 int cm_post_event(struct cm_id *id, enum rdma_cm_event_type type, int status,
 		  const struct cm_msg *msg, struct cm_id *listen_id)
 {
 	/* A connection request is the listener's event, though it names the new id. */
 	struct cm_channel *ch = to_cm_channel(listen_id ? listen_id->id.channel : id->id.channel);
 	struct cm_event *ev = calloc(1, sizeof(*ev));
-	struct rdma_conn_param *p;
-	char one = 1;
 
 	if (!ev)
 		return ENOMEM;
@@ -84,92 +173,63 @@ int cm_post_event(struct cm_id *id, enum rdma_cm_event_type type, int status,
 	ev->event.event = type;
 	ev->event.status = status;
 	ev->owner = id;
-	p = &ev->event.param.conn;
-	if (msg && cm_id_is_ud(id)) {
-		struct rdma_ud_param *ud = &ev->event.param.ud;
-		uint8_t len = padded_private_len(type, true);
-		union ibv_gid sgid;
-		int sgid_index = cm_gid_index_of(id->id.verbs, &id->id.route.addr.src_addr, &sgid);
-
-		/* Service ID resolution: the event says how to reach the peer's UD QP. */
-		memcpy(ev->private_data, msg->private_data,
-		       msg->private_data_len < len ? msg->private_data_len : len);
-		ud->private_data = len ? ev->private_data : NULL;
-		ud->private_data_len = len;
-		ud->ah_attr.is_global = 1;
-		ud->ah_attr.port_num = 1;
-		ud->ah_attr.grh.sgid_index = sgid_index < 0 ? 0 : (uint8_t)sgid_index;
-		ud->ah_attr.grh.hop_limit = 64;
-		memcpy(&ud->ah_attr.grh.dgid, msg->gid, 16);
-		ud->qp_num = msg->qpn;
-		ud->qkey = msg->psn;
-	} else if (msg) {
-		uint8_t len = padded_private_len(type, false);
-
-		memcpy(ev->private_data, msg->private_data,
-		       msg->private_data_len < len ? msg->private_data_len : len);
-		p->private_data = len ? ev->private_data : NULL;
-		p->private_data_len = len;
-		p->responder_resources = msg->responder_resources;
-		p->initiator_depth = msg->initiator_depth;
-		p->flow_control = msg->flow_control;
-		p->retry_count = msg->retry_count;
-		p->rnr_retry_count = msg->rnr_retry_count;
-		p->srq = msg->srq;
-		p->qp_num = msg->qpn;
-	}
-	pthread_mutex_lock(&id->lock);
-	id->events_outstanding++;
-	pthread_mutex_unlock(&id->lock);
+	if (msg && cm_id_is_ud(id))
+		fill_ud_param(ev, id, msg);
+	else if (msg)
+		fill_conn_param(ev, msg);
+	id->events_posted++;
 	pthread_mutex_lock(&ch->lock);
-	if (ch->tail)
-		ch->tail->next = ev;
-	else
-		ch->head = ev;
-	ch->tail = ev;
+	enqueue(ch, ev);
 	pthread_mutex_unlock(&ch->lock);
-	if (write(ch->notify_fd, &one, 1) != 1) {
-		/* Only a full pipe: tens of thousands of events nobody took. They stay queued. */
-	}
 	return 0;
 }
 
-EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+/* The next queued event, with its byte; NULL if none. */
+static struct cm_event *dequeue(struct cm_channel *ch)
 {
-	struct cm_channel *ch = to_cm_channel(channel);
 	struct cm_event *ev;
-	char byte;
-	ssize_t n;
 
-	if (!ch || !event) {
-		errno = EINVAL;
-		return -1;
-	}
-	do
-		n = read(ch->channel.fd, &byte, 1);
-	while (n < 0 && errno == EINTR);
-	if (n == 0) {
-		/*
-		 * The channel was destroyed under this blocked reader. The real library's read
-		 * would just go on waiting, and applications (rping) rely on that thread staying
-		 * quiet while they exit: so does this one.
-		 */
-		for (;;)
-			pause();
-	}
-	if (n != 1)
-		return -1;
 	pthread_mutex_lock(&ch->lock);
 	ev = ch->head;
 	if (ev) {
 		ch->head = ev->next;
 		if (!ch->head)
 			ch->tail = NULL;
+		unannounce(ch);
+		atomic_fetch_add(&ev->owner->events_reported, 1);
 	}
 	pthread_mutex_unlock(&ch->lock);
-	if (!ev) {
-		errno = EAGAIN;	/* its event was dropped with a destroyed id */
+	return ev;
+}
+
+EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct cm_channel *ch = to_cm_channel(channel);
+	struct cm_event *ev;
+	struct pollfd pfd;
+
+	if (!ch || !event) {
+		errno = EINVAL;
 		return -1;
+	}
+	pfd.fd = ch->channel.fd;
+	pfd.events = POLLIN;
+	while (!(ev = dequeue(ch))) {
+		if (fcntl(pfd.fd, F_GETFL) & O_NONBLOCK) {
+			errno = EAGAIN;
+			return -1;
+		}
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return -1;
+		if ((pfd.revents & (POLLHUP | POLLNVAL)) && !(pfd.revents & POLLIN)) {
+			/*
+			 * The channel was destroyed under this blocked reader. The real
+			 * library's read would just go on waiting, and applications (rping)
+			 * rely on that thread staying quiet while they exit: so does this one.
+			 */
+			for (;;)
+				pause();
+		}
 	}
 	*event = &ev->event;
 	return 0;
@@ -186,37 +246,31 @@ EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	}
 	id = ev->owner;
 	pthread_mutex_lock(&id->lock);
-	id->events_outstanding--;
+	id->events_acked++;
 	pthread_cond_broadcast(&id->cond);
 	pthread_mutex_unlock(&id->lock);
 	free(ev);
 	return 0;
 }
 
-/* Takes back the byte that announced an event, without blocking. */
-static void unannounce(struct cm_channel *ch)
+/* ch->lock held: is ev one that goes with id (its own, or a request to listener id)? */
+static bool event_of(const struct cm_event *ev, const struct cm_id *id)
 {
-	struct pollfd pfd = { .fd = ch->channel.fd, .events = POLLIN };
-	char byte;
-
-	if (poll(&pfd, 1, 0) == 1 && read(ch->channel.fd, &byte, 1) != 1) {
-		/* Another thread took it first: it will find no event and say EAGAIN. */
-	}
+	return ev->event.listen_id ? ev->event.listen_id == &id->id : ev->owner == id;
 }
 
-void cm_channel_drop_events_of(struct cm_channel *ch, struct cm_id *id)
+/* ch->lock held: unlinks the events of id, in order. */
+static struct cm_event *unlink_events_of(struct cm_channel *ch, const struct cm_id *id)
 {
-	struct cm_event **pp, *ev;
+	struct cm_event **pp, *ev, *taken = NULL, **tail = &taken;
 
-	pthread_mutex_lock(&ch->lock);
 	for (pp = &ch->head; (ev = *pp);) {
-		if (ev->owner == id) {
+		if (event_of(ev, id)) {
 			*pp = ev->next;
-			free(ev);
+			ev->next = NULL;
+			*tail = ev;
+			tail = &ev->next;
 			unannounce(ch);
-			pthread_mutex_lock(&id->lock);
-			id->events_outstanding--;
-			pthread_mutex_unlock(&id->lock);
 			continue;
 		}
 		pp = &ev->next;
@@ -224,7 +278,72 @@ void cm_channel_drop_events_of(struct cm_channel *ch, struct cm_id *id)
 	ch->tail = NULL;
 	for (ev = ch->head; ev; ev = ev->next)
 		ch->tail = ev;
+	return taken;
+}
+
+void cm_channel_take_events_of(struct cm_channel *ch, struct cm_id *id,
+			       struct cm_event **requests)
+{
+	struct cm_event *ev, *next;
+	unsigned int own = 0;
+
+	*requests = NULL;
+	pthread_mutex_lock(&ch->lock);
+	ev = unlink_events_of(ch, id);
 	pthread_mutex_unlock(&ch->lock);
+	for (; ev; ev = next) {
+		next = ev->next;
+		if (ev->owner != id) {
+			ev->next = *requests;	/* its new id goes with it */
+			*requests = ev;
+			continue;
+		}
+		free(ev);
+		own++;
+	}
+	pthread_mutex_lock(&id->lock);
+	id->events_dropped += own;
+	pthread_cond_broadcast(&id->cond);
+	pthread_mutex_unlock(&id->lock);
+}
+
+void cm_channel_move_events(struct cm_channel *from, struct cm_channel *to, struct cm_id *id)
+{
+	struct cm_event *ev, *next;
+
+	pthread_mutex_lock(&from->lock);
+	ev = unlink_events_of(from, id);
+	pthread_mutex_unlock(&from->lock);
+	pthread_mutex_lock(&to->lock);
+	for (; ev; ev = next) {
+		next = ev->next;
+		enqueue(to, ev);
+	}
+	pthread_mutex_unlock(&to->lock);
+}
+
+void cm_release_kept_event(struct cm_id *id)
+{
+	struct cm_event *ev = (struct cm_event *)id->id.event;
+
+	if (!ev)
+		return;
+	id->id.event = NULL;
+	id->events_acked++;	/* its owner is id: the event came from id's own channel */
+	pthread_cond_broadcast(&id->cond);
+	free(ev);
+}
+
+void cm_wait_acked(struct cm_id *id, unsigned int reported)
+{
+	while (id->events_acked < reported)
+		pthread_cond_wait(&id->cond, &id->lock);
+}
+
+void cm_wait_events_done(struct cm_id *id)
+{
+	while (id->events_acked + id->events_dropped != id->events_posted)
+		pthread_cond_wait(&id->cond, &id->lock);
 }
 
 /* Status an error event stands for, as the synchronous calls return it in errno. */
@@ -245,16 +364,17 @@ static int event_errno(const struct rdma_cm_event *e)
 
 int cm_wait_event(struct cm_id *id, enum rdma_cm_event_type expected)
 {
+	struct rdma_event_channel *ch;
 	struct rdma_cm_event *e;
 	int err;
 
 	/* As librdmacm: the last event stays in id->event (its private data may be read)
 	 * until the next synchronous call or rdma_destroy_id() acks it. */
-	if (id->id.event) {
-		rdma_ack_cm_event(id->id.event);
-		id->id.event = NULL;
-	}
-	if (rdma_get_cm_event(id->id.channel, &e))
+	pthread_mutex_lock(&id->lock);
+	cm_release_kept_event(id);
+	ch = id->id.channel;
+	pthread_mutex_unlock(&id->lock);
+	if (rdma_get_cm_event(ch, &e))
 		return errno;
 	if (e->event != expected) {
 		err = event_errno(e);

@@ -2,7 +2,8 @@
 /*
  * CM ids: creation and teardown, binding and resolving addresses, listening, options, and
  * the devices ids attach to. An id's TCP port is its rdma_cm port: port P of the RDMA port
- * space is TCP port P of the same address (docs/rdma-cm.md).
+ * space is TCP port P of the same address (docs/rdma-cm.md). Locks: cm.h's rule; the calls
+ * here take the id's lock themselves. devices_lock guards the device table alone.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -186,35 +187,50 @@ EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id 
 	return 0;
 }
 
+/*
+ * Takes an id down: no callback runs for it once it is unwatched; its peer hears DREQ or
+ * REJ as its state asks; its queued events go, and for a listener the connection requests
+ * nobody took, with their ids. Then it waits until the application acknowledged every
+ * event it was handed, as librdmacm does.
+ */
+static void destroy(struct cm_id *cid)
+{
+	struct cm_event *requests, *next;
+	struct rdma_event_channel *ch;
+	enum cm_state was;
+
+	pthread_mutex_lock(&cid->lock);
+	cm_release_kept_event(cid);
+	was = cid->state;
+	cid->state = CM_DESTROYING;
+	ch = cid->id.channel;
+	pthread_mutex_unlock(&cid->lock);
+	cm_thread_unwatch(cid);
+	cm_conn_close(cid, was);
+	cm_channel_take_events_of(to_cm_channel(ch), cid, &requests);
+	for (; requests; requests = next) {
+		struct cm_id *child = requests->owner;
+
+		next = requests->next;
+		free(requests);
+		pthread_mutex_lock(&child->lock);
+		child->events_dropped++;
+		pthread_mutex_unlock(&child->lock);
+		destroy(child);	/* REJ: its requester learns nobody took it */
+	}
+	pthread_mutex_lock(&cid->lock);
+	cm_wait_events_done(cid);
+	pthread_mutex_unlock(&cid->lock);
+	cm_id_free(cid);
+}
+
 EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 {
-	struct cm_id *cid = to_cm_id(id);
-
-	if (!cid) {
+	if (!id) {
 		errno = EINVAL;
 		return -1;
 	}
-	cm_thread_unwatch(cid);
-	if (cid->state == CM_ESTABLISHED && cid->sock >= 0) {
-		struct cm_msg dreq = { .magic = htonl(CM_WIRE_MAGIC),
-				       .version = htons(CM_WIRE_VERSION), .type = CM_MSG_DREQ };
-
-		cm_send_msg(cid->sock, &dreq);	/* the peer sees DISCONNECTED */
-	}
-	if (cid->sock >= 0)
-		close(cid->sock);
-	cid->sock = -1;
-	if (id->event) {
-		rdma_ack_cm_event(id->event);
-		id->event = NULL;
-	}
-	/* Events still queued for it go; delivered ones must be acked first, as in librdmacm. */
-	cm_channel_drop_events_of(to_cm_channel(id->channel), cid);
-	pthread_mutex_lock(&cid->lock);
-	while (cid->events_outstanding)
-		pthread_cond_wait(&cid->cond, &cid->lock);
-	pthread_mutex_unlock(&cid->lock);
-	cm_id_free(cid);
+	destroy(to_cm_id(id));
 	return 0;
 }
 
@@ -254,24 +270,22 @@ static bool is_any(const struct sockaddr *sa)
 	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
-EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+/* id->lock held. */
+static int bind_locked(struct cm_id *cid, const struct sockaddr *addr)
 {
-	struct cm_id *cid = to_cm_id(id);
+	struct rdma_cm_id *id = &cid->id;
 	union ibv_gid gid;
 	int ret;
 
-	if (!cid || !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
-	    cid->state != CM_IDLE) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
+	    cid->state != CM_IDLE)
+		return EINVAL;
 	if (!is_any(addr)) {
 		/* A specific address binds the id to the device that owns it. */
 		id->verbs = cm_softrdma_context();
 		if (cm_gid_index_of(id->verbs, addr, &gid) < 0) {
 			id->verbs = NULL;
-			errno = EADDRNOTAVAIL;
-			return -1;
+			return EADDRNOTAVAIL;
 		}
 		id->route.addr.addr.ibaddr.sgid = gid;
 		id->port_num = 1;
@@ -279,11 +293,29 @@ EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	ret = bind_socket(cid, addr);
 	if (ret) {
 		id->verbs = NULL;
-		errno = ret;
-		return -1;
+		return ret;
 	}
 	cid->state = CM_ADDR_BOUND;
 	return 0;
+}
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	struct cm_id *cid = to_cm_id(id);
+	int ret;
+
+	if (!cid)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cid->lock);
+	ret = bind_locked(cid, addr);
+	pthread_mutex_unlock(&cid->lock);
+	return ret ? fail(ret) : 0;
 }
 
 /* The source address the host would use to reach dst. */
@@ -310,26 +342,19 @@ static socklen_t sockaddr_len(const struct sockaddr *sa)
 	return sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 }
 
-EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
-			     struct sockaddr *dst_addr, int timeout_ms)
+/* id->lock held: resolution is local and immediate; 0, or why it failed (posted). */
+static int resolve_addr_locked(struct cm_id *cid, struct sockaddr *src_addr,
+			       struct sockaddr *dst_addr)
 {
-	struct cm_id *cid = to_cm_id(id);
+	struct rdma_cm_id *id = &cid->id;
 	struct sockaddr_storage src;
 	union ibv_gid sgid;
 	int ret = 0;
 
-	(void)timeout_ms;	/* resolution is local and immediate */
-	if (!cid || !dst_addr || (dst_addr->sa_family != AF_INET &&
-				  dst_addr->sa_family != AF_INET6)) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (src_addr && cid->state == CM_IDLE && rdma_bind_addr(id, src_addr))
-		return -1;
-	if (cid->state != CM_IDLE && cid->state != CM_ADDR_BOUND) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (src_addr && cid->state == CM_IDLE && (ret = bind_locked(cid, src_addr)))
+		return ret;
+	if (cid->state != CM_IDLE && cid->state != CM_ADDR_BOUND)
+		return EINVAL;
 	if (cid->state == CM_ADDR_BOUND && !is_any(&id->route.addr.src_addr)) {
 		memcpy(&src, &id->route.addr.src_storage, sizeof(src));
 	} else {
@@ -354,124 +379,171 @@ EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	}
 	cm_post_event(cid, ret ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED,
 		      -ret, NULL, NULL);
-	if (cid->sync) {
-		ret = cm_wait_event(cid, RDMA_CM_EVENT_ADDR_RESOLVED);
-		if (ret) {
-			errno = ret;
-			return -1;
-		}
-	}
 	return 0;
+}
+
+/* As connect.c's finish_sync: sync was read under the lock. */
+static int wait_sync(struct cm_id *cid, bool sync, enum rdma_cm_event_type expected)
+{
+	int ret = sync ? cm_wait_event(cid, expected) : 0;
+
+	return ret ? fail(ret) : 0;
+}
+
+EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
+			     struct sockaddr *dst_addr, int timeout_ms)
+{
+	struct cm_id *cid = to_cm_id(id);
+	bool sync;
+	int ret;
+
+	(void)timeout_ms;
+	if (!cid || !dst_addr || (dst_addr->sa_family != AF_INET &&
+				  dst_addr->sa_family != AF_INET6))
+		return fail(EINVAL);
+	pthread_mutex_lock(&cid->lock);
+	ret = resolve_addr_locked(cid, src_addr, dst_addr);
+	sync = cid->sync;
+	pthread_mutex_unlock(&cid->lock);
+	return ret ? fail(ret) : wait_sync(cid, sync, RDMA_CM_EVENT_ADDR_RESOLVED);
 }
 
 EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
 	struct cm_id *cid = to_cm_id(id);
-	int ret;
+	bool sync;
+	int ret = 0;
 
 	(void)timeout_ms;
-	if (!cid || cid->state != CM_ADDR_RESOLVED) {
-		errno = EINVAL;
-		return -1;
+	if (!cid)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cid->lock);
+	if (cid->state == CM_ADDR_RESOLVED) {
+		cid->state = CM_ROUTE_RESOLVED;
+		cm_post_event(cid, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL);
+	} else {
+		ret = EINVAL;
 	}
-	cid->state = CM_ROUTE_RESOLVED;
-	cm_post_event(cid, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL);
-	if (cid->sync) {
-		ret = cm_wait_event(cid, RDMA_CM_EVENT_ROUTE_RESOLVED);
-		if (ret) {
-			errno = ret;
-			return -1;
-		}
-	}
-	return 0;
+	sync = cid->sync;
+	pthread_mutex_unlock(&cid->lock);
+	return ret ? fail(ret) : wait_sync(cid, sync, RDMA_CM_EVENT_ROUTE_RESOLVED);
+}
+
+/* id->lock held. */
+static int listen_locked(struct cm_id *cid, int backlog)
+{
+	struct sockaddr_in6 any = { .sin6_family = AF_INET6 };
+	int ret;
+
+	if (cid->state != CM_IDLE && cid->state != CM_ADDR_BOUND)
+		return EINVAL;
+	if (cid->state == CM_IDLE && (ret = bind_locked(cid, (struct sockaddr *)&any)))
+		return ret;
+	if (listen(cid->sock, backlog > 0 ? backlog : 128))
+		return errno;
+	fcntl(cid->sock, F_SETFL, fcntl(cid->sock, F_GETFL) | O_NONBLOCK);
+	cid->state = CM_LISTENING;
+	ret = cm_thread_watch(cid);
+	if (ret)
+		cid->state = CM_ADDR_BOUND;
+	return ret;
 }
 
 EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct cm_id *cid = to_cm_id(id);
-	struct sockaddr_in6 any = { .sin6_family = AF_INET6 };
 	int ret;
 
-	if (!cid || (cid->state != CM_IDLE && cid->state != CM_ADDR_BOUND)) {
-		errno = EINVAL;
-		return -1;
+	if (!cid)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cid->lock);
+	ret = listen_locked(cid, backlog);
+	pthread_mutex_unlock(&cid->lock);
+	return ret ? fail(ret) : 0;
+}
+
+/* id->lock held: 0, or errno. */
+static int set_id_option(struct cm_id *cid, int optname, void *optval, size_t optlen)
+{
+	switch (optname) {
+	case RDMA_OPTION_ID_TOS:
+		if (optlen != sizeof(uint8_t))
+			return EINVAL;
+		cid->tos = *(uint8_t *)optval;
+		return 0;
+	case RDMA_OPTION_ID_REUSEADDR:
+		if (optlen != sizeof(int))
+			return EINVAL;
+		cid->reuseaddr = *(int *)optval;
+		return 0;
+	case RDMA_OPTION_ID_AFONLY:
+		if (optlen != sizeof(int))
+			return EINVAL;
+		cid->afonly = *(int *)optval ? 1 : 0;
+		return 0;
+	case RDMA_OPTION_ID_ACK_TIMEOUT:
+		if (optlen != sizeof(uint8_t))
+			return EINVAL;
+		cid->ack_timeout = *(uint8_t *)optval;
+		return 0;
+	default:
+		return ENOSYS;
 	}
-	if (cid->state == CM_IDLE && rdma_bind_addr(id, (struct sockaddr *)&any))
-		return -1;
-	if (listen(cid->sock, backlog > 0 ? backlog : 128)) {
-		return -1;
-	}
-	fcntl(cid->sock, F_SETFL, fcntl(cid->sock, F_GETFL) | O_NONBLOCK);
-	cid->state = CM_LISTENING;
-	ret = cm_thread_watch(cid);
-	if (ret) {
-		errno = ret;
-		return -1;
-	}
-	return 0;
 }
 
 EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 			   size_t optlen)
 {
 	struct cm_id *cid = to_cm_id(id);
+	int ret;
 
-	if (!cid || !optval) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (level == RDMA_OPTION_ID) {
-		switch (optname) {
-		case RDMA_OPTION_ID_TOS:
-			if (optlen != sizeof(uint8_t))
-				break;
-			cid->tos = *(uint8_t *)optval;
-			return 0;
-		case RDMA_OPTION_ID_REUSEADDR:
-			if (optlen != sizeof(int))
-				break;
-			cid->reuseaddr = *(int *)optval;
-			return 0;
-		case RDMA_OPTION_ID_AFONLY:
-			if (optlen != sizeof(int))
-				break;
-			cid->afonly = *(int *)optval ? 1 : 0;
-			return 0;
-		case RDMA_OPTION_ID_ACK_TIMEOUT:
-			if (optlen != sizeof(uint8_t))
-				break;
-			cid->ack_timeout = *(uint8_t *)optval;
-			return 0;
-		default:
-			errno = ENOSYS;
-			return -1;
-		}
-		errno = EINVAL;
-		return -1;
-	}
+	if (!cid || !optval)
+		return fail(EINVAL);
 	/* Path records are an IB fabric's business; the soft device has no subnet manager. */
-	errno = ENOSYS;
-	return -1;
+	if (level != RDMA_OPTION_ID)
+		return fail(ENOSYS);
+	pthread_mutex_lock(&cid->lock);
+	ret = set_id_option(cid, optname, optval, optlen);
+	pthread_mutex_unlock(&cid->lock);
+	return ret ? fail(ret) : 0;
 }
 
+/*
+ * As librdmacm: the id's queued events move with it; a synchronous id's own channel goes
+ * (its kept event acknowledged); no channel makes the id synchronous. Returns once every
+ * event handed out on the old channel is acknowledged.
+ */
 EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
 	struct cm_id *cid = to_cm_id(id);
+	struct cm_channel *own = NULL;
+	struct rdma_event_channel *old;
 
-	if (!cid || !channel) {
-		errno = EINVAL;
-		return -1;
+	if (!cid)
+		return fail(EINVAL);
+	if (!channel) {
+		channel = rdma_create_event_channel();
+		if (!channel)
+			return -1;
+		own = to_cm_channel(channel);
 	}
 	pthread_mutex_lock(&cid->lock);
-	while (cid->events_outstanding)
-		pthread_cond_wait(&cid->cond, &cid->lock);
-	id->channel = channel;
-	pthread_mutex_unlock(&cid->lock);
-	if (cid->own_channel) {
-		rdma_destroy_event_channel(&cid->own_channel->channel);
-		cid->own_channel = NULL;
-		cid->sync = false;
+	if (cid->sync && own) {
+		pthread_mutex_unlock(&cid->lock);
+		rdma_destroy_event_channel(channel);
+		return fail(EINVAL);
 	}
+	cm_release_kept_event(cid);
+	old = id->channel;
+	if (old != channel)
+		cm_channel_move_events(to_cm_channel(old), to_cm_channel(channel), cid);
+	id->channel = channel;
+	if (cid->own_channel && &cid->own_channel->channel != channel)
+		rdma_destroy_event_channel(&cid->own_channel->channel);
+	cid->own_channel = own;
+	cid->sync = own != NULL;
+	cm_wait_acked(cid, atomic_load(&cid->events_reported));
+	pthread_mutex_unlock(&cid->lock);
 	return 0;
 }
 

@@ -3,7 +3,8 @@
  * QPs made on ids, and the attributes the CM gives them: what rdma_init_qp_attr() reports
  * is exactly what the CM applies to its own QPs. As the kernel's CM, an RC QP starts with
  * no remote rights and gets REMOTE_WRITE on connect, plus REMOTE_READ and REMOTE_ATOMIC
- * when it accepts incoming READs and atomics (responder_resources > 0).
+ * when it accepts incoming READs and atomics (responder_resources > 0). What the id's
+ * connection says is read under its lock (cm.h); the QP itself is the application's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -56,7 +57,7 @@ static int fill_qp_attr(struct cm_id *id, enum ibv_qp_state state, struct ibv_qp
 {
 	const struct cm_msg *peer = &id->peer;
 	const struct rdma_conn_param *local = &id->local_param;
-	bool active = !id->listen_parent;
+	bool active = !id->passive;
 	struct ibv_port_attr port;
 	union ibv_gid sgid;
 	int sgid_index;
@@ -135,7 +136,9 @@ EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 		errno = EINVAL;
 		return -1;
 	}
+	pthread_mutex_lock(&to_cm_id(id)->lock);
 	ret = fill_qp_attr(to_cm_id(id), qp_attr->qp_state, qp_attr, qp_attr_mask);
+	pthread_mutex_unlock(&to_cm_id(id)->lock);
 	if (ret) {
 		errno = ret;
 		return -1;
@@ -152,11 +155,10 @@ static int modify_to(struct cm_id *id, enum ibv_qp_state state)
 	return ret ? ret : ibv_modify_qp(id->id.qp, &attr, mask);
 }
 
-int cm_qp_to_rtr_rts(struct cm_id *id, const struct cm_msg *peer, bool active)
+int cm_qp_to_rtr_rts(struct cm_id *id, const struct cm_msg *peer)
 {
 	int ret;
 
-	(void)active;
 	id->peer = *peer;
 	ret = modify_to(id, IBV_QPS_RTR);
 	return ret ? ret : modify_to(id, IBV_QPS_RTS);
@@ -231,6 +233,7 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *
 	qp = ibv_create_qp_ex(id->verbs, attr);
 	if (!qp) {
 		ret = errno;
+
 		destroy_default_cqs(id);
 		errno = ret;
 		return -1;
@@ -265,10 +268,9 @@ EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	}
 	memset(&ex, 0, sizeof(ex));
 	memcpy(&ex, qp_init_attr, sizeof(*qp_init_attr));
-	if (pd) {
-		ex.pd = pd;
-		ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-	}
+	/* The copy brought the caller's padding after sq_sig_all, where comp_mask lies. */
+	ex.comp_mask = pd ? IBV_QP_INIT_ATTR_PD : 0;
+	ex.pd = pd;
 	ret = rdma_create_qp_ex(id, &ex);
 	if (!ret) {
 		qp_init_attr->cap = ex.cap;

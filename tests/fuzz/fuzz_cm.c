@@ -2,12 +2,14 @@
 /*
  * libFuzzer: CM messages (librdmacm-shim/connect.c) as a peer sends them to a listener of
  * the drop-in librdmacm, whose sources are linked in, instrumented. An application answers
- * what the messages lead to: a connection request is accepted with a QP or rejected (the
- * input's first byte chooses), every event is acknowledged, every id destroyed. Runs under
- * `softrdma run` (the accepted QP lives on the soft device).
+ * what the messages lead to: a connection request is accepted with a QP or rejected (bit 0
+ * of the input's first byte chooses), every event is acknowledged, every id destroyed.
+ * Runs under `softrdma run` (the accepted QP lives on the soft device).
  *
- * Each message-sized chunk has its GID and QPN replaced by loopback and QPN 0x000101
- * (port 1, where nobody listens), so an accepted QP never dials anywhere else.
+ * Each message-sized chunk has its QPN replaced by 0x000101 (port 1, where nobody
+ * listens), so an accepted QP never dials anywhere else, and its GID by loopback, the
+ * address the CM requires of a REQ from this connection, unless bit 1 of the first byte
+ * keeps the input's GID (which the CM then mostly rejects: that path is fuzzed too).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -48,13 +50,14 @@ static void setup(void)
 		die("pd/cq");
 }
 
-static void patch(uint8_t *p, size_t size)
+static void patch(uint8_t *p, size_t size, bool keep_gid)
 {
 	static const uint8_t loopback[16] = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 };
 	const uint32_t qpn = 0x000101;
 
 	for (size_t at = 0; at + sizeof(struct cm_msg) <= size; at += sizeof(struct cm_msg)) {
-		memcpy(p + at + offsetof(struct cm_msg, gid), loopback, 16);
+		if (!keep_gid)
+			memcpy(p + at + offsetof(struct cm_msg, gid), loopback, 16);
 		memcpy(p + at + offsetof(struct cm_msg, qpn), &qpn, 4);
 	}
 }
@@ -101,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!bytes)
 		abort();
 	memcpy(bytes, data, size);
-	patch(bytes + 1, size - 1);
+	patch(bytes + 1, size - 1, bytes[0] & 2);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&listen_addr, sizeof(listen_addr)))
 		die("connect");

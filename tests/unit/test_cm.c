@@ -6,130 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <cmocka.h>
-#include <rdma/rdma_cma.h>
 
-struct side {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-};
-
-/* A port nobody listens on: the kernel's pick, released at once. */
-static int closed_port(void)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	close(fd);
-	return ntohs(sin.sin_port);
-}
-
-/* The next event on ch within 5 s; fails the test otherwise. */
-static struct rdma_cm_event *next_event(struct rdma_event_channel *ch,
-					enum rdma_cm_event_type want)
-{
-	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-	struct rdma_cm_event *e;
-
-	assert_int_equal(poll(&pfd, 1, 5000), 1);
-	assert_int_equal(rdma_get_cm_event(ch, &e), 0);
-	if (e->event != want)
-		fail_msg("got %s (status %d), expected %s", rdma_event_str(e->event), e->status,
-			 rdma_event_str(want));
-	return e;
-}
-
-static void expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
-{
-	assert_int_equal(rdma_ack_cm_event(next_event(ch, want)), 0);
-}
-
-static struct sockaddr_in loopback(int port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return sin;
-}
-
-/* A listener on 127.0.0.1 and a port the system picks (port 0); returns that port. */
-static int start_listener(struct side *s)
-{
-	struct sockaddr_in sin = loopback(0);
-	int port;
-
-	s->ch = rdma_create_event_channel();
-	assert_non_null(s->ch);
-	assert_int_equal(rdma_create_id(s->ch, &s->id, NULL, RDMA_PS_TCP), 0);
-	assert_int_equal(rdma_bind_addr(s->id, (struct sockaddr *)&sin), 0);
-	assert_int_equal(rdma_listen(s->id, 16), 0);
-	port = ntohs(rdma_get_src_port(s->id));
-	assert_int_not_equal(port, 0);
-	return port;
-}
-
-/* A client id resolved to 127.0.0.1:port with a QP (its own default CQs). */
-static void start_client(struct side *c, int port)
-{
-	struct sockaddr_in dst = loopback(port);
-	struct ibv_qp_init_attr attr = {
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-
-	c->ch = rdma_create_event_channel();
-	assert_non_null(c->ch);
-	assert_int_equal(rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP), 0);
-	assert_int_equal(rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&dst, 2000), 0);
-	expect_event(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	assert_non_null(c->id->verbs);
-	assert_int_equal(rdma_resolve_route(c->id, 2000), 0);
-	expect_event(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
-	assert_int_equal(rdma_create_qp(c->id, NULL, &attr), 0);
-	assert_non_null(c->id->qp);
-}
-
-static void stop(struct side *s)
-{
-	if (s->id) {
-		if (s->id->qp)
-			rdma_destroy_qp(s->id);
-		assert_int_equal(rdma_destroy_id(s->id), 0);
-	}
-	rdma_destroy_event_channel(s->ch);
-}
-
-/* The server side of one connection: the request, a QP, and accept. */
-static struct rdma_cm_id *accept_one(struct side *srv, const void *pdata, uint8_t len)
-{
-	struct ibv_qp_init_attr attr = {
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-	struct rdma_conn_param param = { .private_data = pdata, .private_data_len = len,
-					 .responder_resources = 1, .initiator_depth = 1 };
-	struct rdma_cm_event *e = next_event(srv->ch, RDMA_CM_EVENT_CONNECT_REQUEST);
-	struct rdma_cm_id *id = e->id;
-
-	assert_ptr_equal(e->listen_id, srv->id);
-	assert_int_equal(e->param.conn.private_data_len, 56);	/* the IB CM's REQ size */
-	assert_int_equal(rdma_ack_cm_event(e), 0);
-	assert_int_equal(rdma_create_qp(id, NULL, &attr), 0);
-	assert_int_equal(rdma_accept(id, &param), 0);
-	return id;
-}
+#include "cm_fixture.h"
 
 static void test_connect_and_private_data(void **state)
 {
@@ -144,7 +27,7 @@ static void test_connect_and_private_data(void **state)
 	int port;
 
 	(void)state;
-	port = start_listener(&srv);
+	port = start_listener(&srv, 16);
 	start_client(&cli, port);
 	assert_int_equal(rdma_connect(cli.id, &param), 0);
 	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -192,7 +75,7 @@ static void test_reject_carries_private_data(void **state)
 	int port;
 
 	(void)state;
-	port = start_listener(&srv);
+	port = start_listener(&srv, 16);
 	start_client(&cli, port);
 	assert_int_equal(rdma_connect(cli.id, &param), 0);
 	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -220,7 +103,7 @@ static void test_private_data_too_long_is_refused(void **state)
 	int port;
 
 	(void)state;
-	port = start_listener(&srv);
+	port = start_listener(&srv, 16);
 	start_client(&cli, port);
 	errno = 0;
 	assert_int_equal(rdma_connect(cli.id, &param), -1);
@@ -252,7 +135,7 @@ static void test_server_disconnects(void **state)
 	int port;
 
 	(void)state;
-	port = start_listener(&srv);
+	port = start_listener(&srv, 16);
 	start_client(&cli, port);
 	assert_int_equal(rdma_connect(cli.id, &param), 0);
 	conn = accept_one(&srv, NULL, 0);
@@ -277,7 +160,7 @@ static void test_destroy_while_connected(void **state)
 	int port;
 
 	(void)state;
-	port = start_listener(&srv);
+	port = start_listener(&srv, 16);
 	start_client(&cli, port);
 	assert_int_equal(rdma_connect(cli.id, &param), 0);
 	conn = accept_one(&srv, NULL, 0);
@@ -301,7 +184,7 @@ static void test_many_connections_one_listener(void **state)
 	int port;
 
 	(void)state;
-	port = start_listener(&srv);
+	port = start_listener(&srv, 16);
 	for (int i = 0; i < N; i++) {
 		start_client(&cli[i], port);
 		assert_int_equal(rdma_connect(cli[i].id, &param), 0);
@@ -328,6 +211,77 @@ static void test_many_connections_one_listener(void **state)
 		stop(&cli[i]);
 	}
 	stop(&srv);
+}
+
+/* A listener that goes away with a request nobody took: its requester hears REJ. */
+static void test_listener_destroyed_with_a_request_waiting(void **state)
+{
+	struct side srv = { 0 }, cli = { 0 };
+	struct rdma_conn_param param = { .retry_count = 7 };
+	struct pollfd pfd;
+	struct rdma_cm_event *e;
+	int port;
+
+	(void)state;
+	port = start_listener(&srv, 16);
+	start_client(&cli, port);
+	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	pfd = (struct pollfd){ .fd = srv.ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 5000), 1);	/* CONNECT_REQUEST queued, not taken */
+	stop(&srv);
+	e = next_event(cli.ch, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(e->status, 28);	/* IB_CM_REJ_CONSUMER_DEFINED, as the IB CM's */
+	rdma_ack_cm_event(e);
+	stop(&cli);
+}
+
+/* A requester that went away before the answer: rejecting it still succeeds, as the IB
+ * CM's REJ does; there is nobody left to tell. */
+static void test_reject_after_the_requester_left(void **state)
+{
+	struct side srv = { 0 }, cli = { 0 };
+	struct rdma_conn_param param = { .retry_count = 7 };
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *req;
+	int port;
+
+	(void)state;
+	port = start_listener(&srv, 16);
+	start_client(&cli, port);
+	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	req = e->id;
+	rdma_ack_cm_event(e);
+	stop(&cli);
+	usleep(200 * 1000);	/* the server's CM sees the connection close */
+	assert_int_equal(rdma_reject(req, NULL, 0), 0);
+	assert_int_equal(rdma_destroy_id(req), 0);
+	stop(&srv);
+}
+
+/* librdmacm copies ibv_qp_init_attr into the _ex form and sets comp_mask itself: what the
+ * caller left in the padding after sq_sig_all (where comp_mask lies) does not matter. */
+static void test_create_qp_ignores_padding(void **state)
+{
+	struct side cli = { 0 };
+	struct ibv_qp_init_attr attr;
+	struct sockaddr_in dst = loopback(closed_port());
+
+	(void)state;
+	cli.ch = rdma_create_event_channel();
+	assert_int_equal(rdma_create_id(cli.ch, &cli.id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	expect_event(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	memset(&attr, 0xff, sizeof(attr));
+	attr.qp_context = NULL;
+	attr.send_cq = attr.recv_cq = NULL;
+	attr.srq = NULL;
+	attr.cap = (struct ibv_qp_cap){ .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1,
+					.max_recv_sge = 1 };
+	attr.qp_type = IBV_QPT_RC;
+	attr.sq_sig_all = 0;
+	assert_int_equal(rdma_create_qp(cli.id, NULL, &attr), 0);
+	stop(&cli);
 }
 
 static void test_event_channel_fd_works_with_epoll(void **state)
@@ -377,6 +331,9 @@ int main(void)
 		cmocka_unit_test(test_server_disconnects),
 		cmocka_unit_test(test_destroy_while_connected),
 		cmocka_unit_test(test_many_connections_one_listener),
+		cmocka_unit_test(test_listener_destroyed_with_a_request_waiting),
+		cmocka_unit_test(test_reject_after_the_requester_left),
+		cmocka_unit_test(test_create_qp_ignores_padding),
 		cmocka_unit_test(test_event_channel_fd_works_with_epoll),
 		cmocka_unit_test(test_nonblocking_channel_says_eagain),
 	};

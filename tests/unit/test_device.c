@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <infiniband/verbs.h>
@@ -186,6 +187,33 @@ static void test_async_fd_is_open_and_quiet(void **state)
 	assert_int_equal(poll(&pfd, 1, 0), 0);
 }
 
+/*
+ * The last close stops the engine. The thread that closed the device then blocks in
+ * epoll_wait for 300 ms undisturbed: no EINTR from the engine's io_uring going away
+ * (emu/io_uring.c; libfabric opens and closes the device, then blocks).
+ */
+static void test_close_leaves_the_next_blocking_call_alone(void **state)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(EPOLL_CLOEXEC), fds[2], n;
+	void *f;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev), 0);
+	for (int round = 0; round < 3; round++) {
+		open_softrdma(&f);
+		close_softrdma(&f);
+		n = epoll_wait(ep, &ev, 1, 300);
+		if (n < 0)
+			fail_msg("epoll_wait after ibv_close_device: %s", strerror(errno));
+		assert_int_equal(n, 0);
+	}
+	close(fds[0]);
+	close(fds[1]);
+	close(ep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,5 +228,11 @@ int main(void)
 		cmocka_unit_test(test_async_fd_is_open_and_quiet),
 	};
 
-	return cmocka_run_group_tests(tests, open_softrdma, close_softrdma);
+	const struct CMUnitTest alone[] = {
+		cmocka_unit_test(test_close_leaves_the_next_blocking_call_alone),
+	};
+
+	/* The second group runs with the device closed, so each open starts the engine. */
+	return cmocka_run_group_tests(tests, open_softrdma, close_softrdma) |
+	       cmocka_run_group_tests(alone, NULL, NULL);
 }

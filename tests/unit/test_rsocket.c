@@ -535,6 +535,12 @@ static void test_riowrite_lands_without_calls(void **state)
 	char buf[2];
 
 	(void)state;
+#ifdef __SANITIZE_THREAD__
+	/* The race below is the point (riostream spins on memory an RDMA write fills, with
+	 * nothing to order the two): ThreadSanitizer would rightly report it. */
+	pair_close(&pair);
+	skip();
+#endif
 	memset(target, 0, sizeof(target));
 	for (size_t i = 0; i < sizeof(source); i++)
 		source[i] = pattern_byte(i);
