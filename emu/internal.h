@@ -173,6 +173,7 @@ struct emu_qp {
 	enum ibv_qp_state state;
 	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
 	int async_fd;
+	_Atomic uint32_t *events_raised;	/* the provider's count of them, or NULL */
 	uint32_t pd_handle;
 	struct emu_cq *send_cq, *recv_cq;
 	bool sq_sig_all;
@@ -319,8 +320,10 @@ void conn_process_staged(struct conn *c);
 /* qp.c */
 void qp_error(struct emu_qp *qp, enum ibv_event_type event);	/* qp->lock held */
 void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event);
-/* One async event record for libibverbs' ibv_get_async_event(), on the context's pipe. */
-void async_event_write(int fd, uint64_t element, enum ibv_event_type event);
+/* One async event record for libibverbs' ibv_get_async_event(), on the context's pipe;
+ * counted in *raised (if not NULL) when written. */
+void async_event_write(int fd, uint64_t element, enum ibv_event_type event,
+		       _Atomic uint32_t *raised);
 /*
  * Takes the next receive WQE, from the QP's own queue or its SRQ, into *into (its sge array
  * holds EMU_MAX_SGE entries). need > 0: a WQE with less room stays queued (RECV_TOO_SHORT).

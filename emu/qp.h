@@ -3,6 +3,7 @@
 #ifndef SOFTRDMA_EMU_QP_H
 #define SOFTRDMA_EMU_QP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -46,6 +47,7 @@ struct emu_qp_init {
 	bool sq_sig_all;
 	uint64_t handle;		/* async events carry it */
 	int async_fd;			/* where they go */
+	_Atomic uint32_t *events_raised;	/* counts those written, if not NULL */
 };
 
 int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp **out);
