@@ -73,7 +73,7 @@ static struct verbs_context *sr_alloc_context(struct ibv_device *ibdev, int cmd_
 					      void *private_data)
 {
 	struct sr_context *ctx;
-	int fds[2];
+	int fds[2], ret;
 
 	(void)private_data;
 	ctx = sr_abi.init_and_alloc_context(ibdev, cmd_fd, sizeof(*ctx),
@@ -83,8 +83,11 @@ static struct verbs_context *sr_alloc_context(struct ibv_device *ibdev, int cmd_
 	if (sr_objects_init(&ctx->objects))
 		goto err_uninit;
 	pthread_mutex_init(&ctx->drain_lock, NULL);
-	if (emu_engine_get(&ctx->engine))
+	ret = emu_engine_get(&ctx->engine);
+	if (ret) {
+		errno = ret;	/* ibv_open_device() reports it: EMFILE, ENOMEM... */
 		goto err_objects;
+	}
 	if (pipe2(fds, O_CLOEXEC))
 		goto err_engine;
 	/* The engine raises events from its own thread and must never block on the reader. */

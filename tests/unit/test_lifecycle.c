@@ -332,6 +332,7 @@ static void expect_done(struct destroyer *d)
 
 static int destroy_cq(void *cq) { return ibv_destroy_cq(cq); }
 static int destroy_qp(void *qp) { return ibv_destroy_qp(qp); }
+static int destroy_srq(void *srq) { return ibv_destroy_srq(srq); }
 
 /* How many event records a channel or async fd holds unread. */
 static int records_pending(int fd, size_t rec_size)
@@ -487,6 +488,50 @@ static void test_destroy_qp_drops_unread_async_events(void **state)
 	assert_int_equal(ibv_destroy_qp(env->b.qp), 0);
 	env->b.qp = NULL;
 	assert_int_equal(records_pending(env->ctx->async_fd, 16), 0);
+}
+
+/* The SRQ limit event on b's SRQ, taken and not acknowledged: the SRQ's destroy waits. */
+static void test_destroy_srq_waits_for_async_event_ack(void **state)
+{
+	struct rc_env *env = *state;
+	struct rc_buf *buf = rc_alloc(env, 4096);
+	struct ibv_mr *mr = rc_reg(env, env->pd, buf->p, buf->cap, RC_ACCESS_ALL);
+	struct ibv_sge ssge = rc_sge(buf->p, 64, mr), rsge = rc_sge(buf->p + 2048, 64, mr);
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr swr = { .wr_id = 1, .opcode = IBV_WR_SEND, .sg_list = &ssge,
+				   .num_sge = 1, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	struct ibv_srq_attr lim = { .srq_limit = 2 };
+	struct ibv_srq *srq = make_srq(env->pd);
+	struct ibv_async_event ev;
+	struct destroyer d;
+	struct rc_qp_opts o;
+
+	rc_default_opts(&o);
+	rc_create_end(env, &o, &env->a);
+	env->b.scq = make_cq(env, NULL);
+	env->b.rcq = make_cq(env, NULL);
+	assert_non_null(env->b.qp = make_qp(env->pd, env->b.scq, env->b.rcq, srq, IBV_QPT_RC));
+	assert_int_equal(rc_modify_init(env->a.qp, &o), 0);
+	assert_int_equal(rc_modify_init(env->b.qp, &o), 0);
+	assert_int_equal(rc_modify_rtr(env->a.qp, &o, env->b.qp->qp_num, &env->gid), 0);
+	assert_int_equal(rc_modify_rtr(env->b.qp, &o, env->a.qp->qp_num, &env->gid), 0);
+	assert_int_equal(rc_modify_rts(env->a.qp, &o), 0);
+	assert_int_equal(rc_modify_rts(env->b.qp, &o), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(ibv_post_srq_recv(srq, &rwr, &rbad), 0);
+	assert_int_equal(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT), 0);
+	assert_int_equal(ibv_post_send(env->a.qp, &swr, &sbad), 0);
+	rc_expect_wc(env->b.rcq, 2, IBV_WC_SUCCESS, NULL);
+	assert_int_equal(rc_get_async(env, &ev, RC_WAIT_MS), 1);
+	assert_int_equal(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+	assert_ptr_equal(ev.element.srq, srq);
+	assert_int_equal(ibv_destroy_srq(srq), EBUSY);	/* b's QP first */
+	assert_int_equal(ibv_destroy_qp(env->b.qp), 0);
+	env->b.qp = NULL;
+	destroy_in_thread(&d, destroy_srq, srq);
+	expect_still_waiting(&d);
+	ibv_ack_async_event(&ev);
+	expect_done(&d);
 }
 
 /* Creates objects until one is refused: it must be the (max + 1)th, refused with ENOMEM. */
@@ -790,6 +835,7 @@ int main(void)
 		T(destroy_cq_drops_unread_events_nonblocking),
 		T(destroy_qp_waits_for_async_event_ack),
 		T(destroy_qp_drops_unread_async_events),
+		T(destroy_srq_waits_for_async_event_ack),
 		T(limits_hold_at_their_exact_value),
 		T(limits_are_per_device),
 		T(garbled_handles_are_refused),
