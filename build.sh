@@ -10,7 +10,8 @@ cd "$(dirname "$(readlink -f "$0")")"
 
 packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
 	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd valgrind
-	python3-pyverbs clang-14 libclang-rt-14-dev)	# clang: libFuzzer (tests/fuzz)
+	python3-pyverbs clang-14 libclang-rt-14-dev	# clang: libFuzzer (tests/fuzz)
+	prometheus-node-exporter curl)	# test_counters reads the sysfs counters through it
 
 build() { # DIR [CMAKE ARGS...]
 	local dir=$1

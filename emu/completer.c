@@ -11,7 +11,7 @@
 
 static struct send_wqe *wqe_at(struct emu_qp *qp, uint32_t index)
 {
-	return &qp->sq[index % qp->cap.max_send_wr];
+	return &qp->sq.wqe[index % qp->cap.max_send_wr];
 }
 
 static bool is_read_atomic(const struct send_wqe *wqe)
@@ -22,38 +22,38 @@ static bool is_read_atomic(const struct send_wqe *wqe)
 
 void completer_advance(struct emu_qp *qp)
 {
-	while (qp->sq_tail != qp->sq_next) {
-		struct send_wqe *wqe = wqe_at(qp, qp->sq_tail);
+	while (qp->comp.tail != qp->req.next) {
+		struct send_wqe *wqe = wqe_at(qp, qp->comp.tail);
 
-		if (!wqe->done)
+		if (wqe->state != WQE_DONE)
 			break;
-		qp->sq_tail++;
+		qp->comp.tail++;
 		qp_complete_send(qp, wqe, wqe->status);
 		if (wqe->status != IBV_WC_SUCCESS) {
 			/* Requester-side errors raise no async event: the completion says it. */
-			qp_error(qp, (enum ibv_event_type)-1);
+			qp_to_error(qp);
 			return;
 		}
 	}
-	if (qp->sq_tail == qp->sq_next && qp->timer_kind == TIMER_ACK)
-		qp->timer_ns = 0;
+	if (qp->comp.tail == qp->req.next && qp->comp.timer_kind == TIMER_ACK)
+		qp->comp.timer_ns = 0;
 }
 
 /* The oldest sent WQE still waiting for its response. */
 static struct send_wqe *oldest_waiting(struct emu_qp *qp)
 {
-	for (uint32_t i = qp->sq_tail; i != qp->sq_next; i++)
-		if (!wqe_at(qp, i)->done)
+	for (uint32_t i = qp->comp.tail; i != qp->req.next; i++)
+		if (wqe_at(qp, i)->state != WQE_DONE)
 			return wqe_at(qp, i);
 	return NULL;
 }
 
 static void progress_made(struct emu_qp *qp)
 {
-	qp->retries_left = qp->attr.retry_cnt;
-	if (qp->timer_kind == TIMER_ACK || qp->timer_kind == TIMER_CONNECT) {
-		qp->timer_ns = 0;
-		if (qp->sq_tail != qp->sq_next && qp->attr.timeout)
+	qp->comp.retries_left = qp->attr.retry_cnt;
+	if (qp->comp.timer_kind == TIMER_ACK || qp->comp.timer_kind == TIMER_CONNECT) {
+		qp->comp.timer_ns = 0;
+		if (qp->comp.tail != qp->req.next && qp->attr.timeout)
 			qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 	}
 }
@@ -77,20 +77,20 @@ static void handle_aeth(struct emu_qp *qp, const struct wire_packet *pkt)
 {
 	uint8_t type = pkt->syndrome & AETH_TYPE_MASK;
 
-	for (uint32_t i = qp->sq_tail; i != qp->sq_next; i++) {
+	for (uint32_t i = qp->comp.tail; i != qp->req.next; i++) {
 		struct send_wqe *wqe = wqe_at(qp, i);
 
-		if (wqe->done)
+		if (wqe->state == WQE_DONE)
 			continue;
 		if (!psn_le(wqe->psn, pkt->psn))
 			break;
 		if (wqe->psn == pkt->psn && type != AETH_ACK) {
 			if (type == AETH_RNR_NAK) {
-				counter_add(EMU_CNT_RCVD_RNR_ERR, 1);
+				qp_counter_add(&qp->counters, EMU_CNT_RCVD_RNR_ERR, 1);
 				if (qp->attr.rnr_retry != QP_RNR_RETRY_MAX &&
-				    qp->rnr_retries_left-- == 0) {
-					counter_add(EMU_CNT_RETRY_RNR_EXCEEDED_ERR, 1);
-					wqe->done = true;
+				    qp->comp.rnr_retries_left-- == 0) {
+					qp_counter_add(&qp->counters, EMU_CNT_RETRY_RNR_EXCEEDED_ERR, 1);
+					wqe->state = WQE_DONE;
 					wqe->status = IBV_WC_RNR_RETRY_EXC_ERR;
 					break;
 				}
@@ -99,19 +99,30 @@ static void handle_aeth(struct emu_qp *qp, const struct wire_packet *pkt)
 					     qp_rnr_timer_to_ns(pkt->syndrome & AETH_VALUE_MASK));
 				return;
 			}
-			wqe->done = true;
+			wqe->state = WQE_DONE;
 			wqe->status = nak_status(pkt->syndrome & AETH_VALUE_MASK);
 			break;
 		}
 		/* Responses come in order: a READ/atomic before psn was answered already. */
 		if (is_read_atomic(wqe))
 			break;
-		wqe->done = true;
+		wqe->state = WQE_DONE;
 	}
 	if (type == AETH_ACK)
-		qp->rnr_retries_left = qp->attr.rnr_retry;
+		qp->comp.rnr_retries_left = qp->attr.rnr_retry;
 	progress_made(qp);
 	completer_advance(qp);
+}
+
+void completer_acked(struct emu_qp *qp, uint32_t psn)
+{
+	struct wire_packet ack = { .opcode = OP_RC_ACK, .psn = psn,
+				   .syndrome = AETH_ACK | AETH_ACK_NO_CREDIT };
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)
+		return;
+	handle_aeth(qp, &ack);
+	requester_progress(qp);
 }
 
 void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
@@ -130,6 +141,7 @@ void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 	    pkt->payload_len != wqe->length)
 		return;	/* completer_end reports the bad response */
 	sink->kind = SINK_LOCAL;
+	sink->mem = qp->engine->mem;
 	sink->pd_handle = qp->pd_handle;
 	sink->needed = IBV_ACCESS_LOCAL_WRITE;
 	sink->sge = wqe->sge;
@@ -138,10 +150,10 @@ void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 
 static void finish_read_atomic(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status st)
 {
-	wqe->done = true;
+	wqe->state = WQE_DONE;
 	wqe->status = st;
-	if (qp->rd_atomic_out)
-		qp->rd_atomic_out--;
+	if (qp->req.rd_atomic_out)
+		qp->req.rd_atomic_out--;
 	progress_made(qp);
 	completer_advance(qp);
 	requester_progress(qp);
@@ -154,7 +166,7 @@ static enum ibv_wc_status store_atomic_result(struct emu_qp *qp, struct send_wqe
 	enum mem_access_result r;
 	void *host;
 
-	r = mr_check_local_access(the_mem_table(), wqe->sge[0].lkey, qp->pd_handle,
+	r = mr_check_local_access(qp->engine->mem, wqe->sge[0].lkey, qp->pd_handle,
 				  IBV_ACCESS_LOCAL_WRITE, wqe->sge[0].addr, sizeof(orig), &ref, &host);
 	if (r != MEM_ACCESS_OK)
 		return mem_access_local_wc_status(r);
@@ -212,24 +224,25 @@ static void retry_or_fail(struct emu_qp *qp)
 {
 	struct send_wqe *wqe = oldest_waiting(qp);
 
-	if (!wqe && qp->sq_next == qp->sq_head)
+	if (!wqe && qp->req.next == qp->sq.head)
 		return;	/* nothing outstanding any more */
-	if (qp->retries_left == 0 && qp->attr.timeout) {
+	if (qp->comp.retries_left == 0 && qp->attr.timeout) {
 		if (!wqe)
-			wqe = wqe_at(qp, qp->sq_next);
+			wqe = wqe_at(qp, qp->req.next);
 		/* The oldest unanswered WQE reports it; everything after it is flushed. */
-		if (wqe == wqe_at(qp, qp->sq_next) && qp->sq_next != qp->sq_head)
-			qp->sq_next++;
-		counter_add(EMU_CNT_RETRY_EXCEEDED_ERR, 1);
-		wqe->done = true;
+		if (wqe == wqe_at(qp, qp->req.next) && qp->req.next != qp->sq.head)
+			qp->req.next++;
+		qp_counter_add(&qp->counters, EMU_CNT_RETRY_EXCEEDED_ERR, 1);
+		wqe->state = WQE_DONE;
 		wqe->status = IBV_WC_RETRY_EXC_ERR;
 		completer_advance(qp);
 		return;
 	}
+	qp_counter_add(&qp->counters, EMU_CNT_COMPLETER_RETRY_ERR, 1);
 	if (qp->attr.timeout)
-		qp->retries_left--;	/* with timeout 0 the requester waits forever */
-	if (!qp->req_conn) {
-		qp->req_conn = conn_connect(qp);
+		qp->comp.retries_left--;	/* with timeout 0 the requester waits forever */
+	if (!qp->streams.req) {
+		qp->streams.req = conn_connect(qp);
 		qp_arm_timer(qp, TIMER_CONNECT, qp_retry_interval_ns(qp));
 		requester_progress(qp);
 		return;
@@ -239,8 +252,8 @@ static void retry_or_fail(struct emu_qp *qp)
 	 * was lost (SOFTRDMA_FAULTS). Resend from the oldest unanswered WQE, as IBA's
 	 * requester does, unless bytes are still on their way (slow, not lossy).
 	 */
-	if (wqe && conn_tx_drained(qp->req_conn))
-		requester_resend(qp, wqe->psn, qp->retries_left + 1 < qp->attr.retry_cnt);
+	if (wqe && conn_tx_drained(qp->streams.req))
+		requester_resend(qp, wqe->psn, qp->comp.retries_left + 1 < qp->attr.retry_cnt);
 	if (qp->attr.timeout)
 		qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 }
@@ -249,11 +262,11 @@ void completer_timer(struct emu_qp *qp)
 {
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return;
-	switch (qp->timer_kind) {
+	switch (qp->comp.timer_kind) {
 	case TIMER_RNR:
 		requester_progress(qp);
 		/* What went out during the wait armed no ACK timer: a lost answer would hang. */
-		if (!qp->timer_ns && qp->sq_tail != qp->sq_next && qp->attr.timeout)
+		if (!qp->comp.timer_ns && qp->comp.tail != qp->req.next && qp->attr.timeout)
 			qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 		break;
 	case TIMER_ACK:

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * One TCP stream between two QPs. The requester connects and sends a hello naming both
- * QPs; the responder's engine checks it and binds the stream to its QP. Requests travel
- * on the stream their requester opened and responses come back on it, so each side of a
- * connected pair opens one stream and accepts one.
+ * One TCP stream of a QP: opening it (ours) or adopting it (theirs, after its hello), the
+ * send side, and closing. The reader is emu/conn_rx.c; which stream is whose is
+ * emu/qp_stream.c's business.
  *
- * The reader reads ahead into a small staging buffer, so many small frames cost one recv;
- * a large payload is received straight into registered memory (emu/sink.c).
+ * Sending. Posting threads send their requests themselves, and the engine thread sends
+ * responses; either way under tx_lock, with one sendmsg for a batch of frames. What the
+ * socket does not take waits in the stream's queue (struct tx_item) for POLLOUT: our own
+ * small bytes as a copy, payloads in registered memory as the key that names them, looked
+ * up again when they are sent. So a peer that does not read costs a few bytes per frame,
+ * and the queue is bounded (TX_HIGH): above it the requester stops building frames and the
+ * reader stops taking the peer's requests, until the peer has read what it is owed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,13 +24,9 @@
 #include "emu/counters.h"
 #include "emu/internal.h"
 
-#define STAGE_SIZE	65536
-#define DIRECT_MIN	16384	/* payloads at least this large bypass the staging buffer */
-#define FRAMES_PER_WAKE	256	/* then let other streams have a turn */
+#define TX_SEND_CHUNK	(1u << 20)	/* a queued payload goes out at most this much at a time */
 
 static void conn_ready(struct io_watch *w, uint32_t revents);
-static void conn_read(struct conn *c);
-static size_t staged(const struct conn *c);
 
 static struct conn *conn_new(struct emu_engine *e, int fd, bool initiator)
 {
@@ -35,29 +35,26 @@ static struct conn *conn_new(struct emu_engine *e, int fd, bool initiator)
 
 	if (!c)
 		return NULL;
-	c->stage = malloc(STAGE_SIZE);
-	if (!c->stage) {
-		free(c);
-		return NULL;
-	}
 	c->engine = e;
 	c->initiator = initiator;
 	c->watch.fd = fd;
 	c->watch.ready = conn_ready;
+	c->peer_mem.pidfd = -1;
 	pthread_mutex_init(&c->tx_lock, NULL);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return c;
 }
 
+/* What the backend watches for: reading unless held, writing while something waits. */
 static void set_watch(struct conn *c)
 {
 	uint32_t want = 0;
 
 	if (c->state == CONN_CLOSED)
 		return;
-	if (!c->paused)
+	if (!c->rx.hold)
 		want |= IO_IN;
-	if (c->want_out || c->state == CONN_CONNECTING)
+	if (c->tx.want_out || c->state == CONN_CONNECTING)
 		want |= IO_OUT;
 	if (want != c->watch.events) {
 		c->watch.events = want;
@@ -65,111 +62,215 @@ static void set_watch(struct conn *c)
 	}
 }
 
-void conn_set_paused(struct conn *c, bool paused)
+void conn_hold(struct conn *c, unsigned int hold, bool on)
 {
-	c->paused = paused;
+	unsigned int was = c->rx.hold;
+
+	c->rx.hold = on ? was | hold : was & ~hold;
+	if (c->rx.hold == was)
+		return;
 	set_watch(c);
-	/* What was read ahead before the pause is not announced by the socket again. */
-	if (!paused && staged(c))
+	/* What was read ahead before the hold is not announced by the socket again. */
+	if (!c->rx.hold && conn_staged(c))
 		engine_kick(c->engine, c);
 }
 
-void conn_process_staged(struct conn *c)
+static void free_items(struct conn *c)
 {
-	if (c->state != CONN_CLOSED && !c->paused)
-		conn_read(c);
+	struct tx_item *item;
+
+	while ((item = c->tx.head)) {
+		c->tx.head = item->next;
+		free(item);
+	}
+	c->tx.tail = NULL;
+	c->tx.cost = 0;
+	c->tx.reads_queued = 0;
 }
 
-/* Called with c->qp->lock held when the stream is bound to a QP. */
 void conn_close(struct conn *c)
 {
-	struct tx_chunk *chunk;
-
 	if (c->state == CONN_CLOSED)
 		return;
 	pthread_mutex_lock(&c->tx_lock);
 	c->state = CONN_CLOSED;
-	while ((chunk = c->txq)) {
-		c->txq = chunk->next;
-		free(chunk);
-	}
-	c->txq_tail = NULL;
+	free_items(c);
 	pthread_mutex_unlock(&c->tx_lock);
+	if (c->check)
+		handshake_cancel(c->check);
 	engine_unwatch(c->engine, &c->watch);
 	engine_unkick(c->engine, c);
 	close(c->watch.fd);
 	c->watch.fd = -1;
-	if (c->qp) {
-		if (c->qp->req_conn == c)
-			c->qp->req_conn = NULL;
-		if (c->qp->resp_conn == c)
-			c->qp->resp_conn = NULL;
-	}
+	peer_mem_release(&c->peer_mem);
+	if (c->qp)
+		qp_stream_closed(c->qp, c);
 	c->next_closed = c->engine->closed;
 	c->engine->closed = c;
 }
 
-static void request_output(void *arg)
+void conn_free(struct conn *c)
 {
-	struct conn *c = arg;
-
-	set_watch(c);
+	pthread_mutex_destroy(&c->tx_lock);
+	free(c->rx.stage);
+	free(c);
 }
 
-/* Sends queued chunks; returns 0, or errno when the stream broke. Called with tx_lock. */
-static int flush_queue(struct conn *c)
+void conn_broken(struct conn *c)
 {
-	struct tx_chunk *chunk;
+	struct emu_qp *qp = c->qp;
 
-	while ((chunk = c->txq)) {
-		ssize_t n = send(c->watch.fd, chunk->data + chunk->off, chunk->len - chunk->off,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (!qp) {
+		conn_close(c);
+		return;
+	}
+	pthread_mutex_lock(&qp->lock);
+	qp_conn_lost(qp, c);
+	conn_close(c);
+	pthread_mutex_unlock(&qp->lock);
+}
 
-		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : errno;
-		chunk->off += (size_t)n;
-		if (chunk->off < chunk->len)
-			return 0;
-		c->txq = chunk->next;
-		if (!c->txq)
-			c->txq_tail = NULL;
-		free(chunk);
+void conn_protocol_error(struct conn *c)
+{
+	struct emu_qp *qp = c->qp;
+
+	qp_counter_add(QP_COUNTERS(qp), EMU_CNT_RCV_ERRORS, 1);
+	pthread_mutex_lock(&qp->lock);
+	if (qp->state != IBV_QPS_ERR && qp->state != IBV_QPS_RESET)
+		qp_fatal(qp, IBV_EVENT_QP_FATAL);
+	conn_close(c);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+static void request_output(void *arg)
+{
+	set_watch(arg);
+}
+
+static size_t item_cost(const struct tx_item *item)
+{
+	return TX_ITEM_COST + (item->piece.source == TX_COPY ? item->len : 0);
+}
+
+static void append(struct conn *c, struct tx_item *item)
+{
+	item->next = NULL;
+	if (c->tx.tail)
+		c->tx.tail->next = item;
+	else
+		c->tx.head = item;
+	c->tx.tail = item;
+	c->tx.cost += item_cost(item);
+	if (item->ends_read)
+		c->tx.reads_queued++;
+}
+
+/* Queues iov[i] from byte skip on, as a copy or as the memory it names. */
+static int queue_piece(struct conn *c, const struct tx_batch *b, int i, size_t skip)
+{
+	const struct tx_piece *p = &b->piece[i];
+	size_t len = b->iov[i].iov_len - skip;
+	struct tx_item *item = malloc(sizeof(*item) + (p->source == TX_COPY ? len : 0));
+
+	if (!item)
+		return ENOMEM;
+	item->piece = *p;
+	item->len = len;
+	item->off = 0;
+	item->ends_read = b->ends_read[i];
+	if (p->source == TX_COPY)
+		memcpy(item->data, (const uint8_t *)b->iov[i].iov_base + skip, len);
+	else
+		item->piece.addr += skip;
+	append(c, item);
+	return 0;
+}
+
+/* Queues everything of b past its first sent bytes. */
+static int queue_rest(struct conn *c, const struct tx_batch *b, size_t sent)
+{
+	for (int i = 0; i < b->niov; i++) {
+		size_t len = b->iov[i].iov_len;
+		int ret;
+
+		if (sent >= len && len) {
+			sent -= len;
+			continue;
+		}
+		if (!len && !b->ends_read[i])
+			continue;
+		ret = queue_piece(c, b, i, sent);
+		sent = 0;
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
 
-static int queue_bytes(struct conn *c, const struct iovec *iov, int niov, size_t skip)
+/* Where a queued payload is now, checked again under its key; NULL if it is not there. */
+static void *item_memory(struct conn *c, const struct tx_item *item, uint64_t n,
+			 struct mem_region **ref)
 {
-	size_t total = 0, at = 0;
-	struct tx_chunk *chunk;
+	const struct tx_piece *p = &item->piece;
+	struct mem_table *mem = c->engine->mem;
+	enum mem_access_result r;
+	void *host;
 
-	for (int i = 0; i < niov; i++)
-		total += iov[i].iov_len;
-	if (skip >= total)
-		return 0;
-	chunk = malloc(sizeof(*chunk) + total - skip);
-	if (!chunk)
-		return ENOMEM;
-	chunk->next = NULL;
-	chunk->off = 0;
-	chunk->len = total - skip;
-	for (int i = 0; i < niov; i++) {
-		size_t len = iov[i].iov_len;
-		const uint8_t *base = iov[i].iov_base;
-
-		if (skip >= len) {
-			skip -= len;
-			continue;
-		}
-		memcpy(chunk->data + at, base + skip, len - skip);
-		at += len - skip;
-		skip = 0;
-	}
-	if (c->txq_tail)
-		c->txq_tail->next = chunk;
+	if (p->source == TX_LOCAL_MR)
+		r = mr_check_local_access(mem, p->key, p->pd_handle, 0, p->addr + item->off, n,
+					  ref, &host);
 	else
-		c->txq = chunk;
-	c->txq_tail = chunk;
+		r = mr_check_remote_access(mem, p->key, p->pd_handle, p->qpn, p->qp_access,
+					   IBV_ACCESS_REMOTE_READ, p->addr + item->off, n, ref,
+					   &host);
+	return r == MEM_ACCESS_OK ? host : NULL;
+}
+
+/* Sends one queued item as far as the socket takes it: >0 sent, 0 would block, -errno. */
+static ssize_t send_item(struct conn *c, struct tx_item *item)
+{
+	uint64_t n = item->len - item->off;
+	struct mem_region *ref = NULL;
+	const void *from = item->data + item->off;
+	ssize_t sent;
+
+	if (item->piece.source != TX_COPY) {
+		if (n > TX_SEND_CHUNK)
+			n = TX_SEND_CHUNK;
+		/* Gone since it was queued: the frame cannot be finished, the stream breaks. */
+		from = item_memory(c, item, n, &ref);
+		if (!from)
+			return -EFAULT;
+	}
+	sent = send(c->watch.fd, from, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (ref)
+		mr_put(ref);
+	if (sent < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	return sent;
+}
+
+/* Sends queued items; returns 0, or errno when the stream broke. Called with tx_lock. */
+static int flush_queue(struct conn *c)
+{
+	struct tx_item *item;
+
+	while ((item = c->tx.head)) {
+		ssize_t n = item->off < item->len ? send_item(c, item) : 0;
+
+		if (n < 0)
+			return (int)-n;
+		item->off += (uint64_t)n;
+		if (item->off < item->len)
+			return 0;
+		c->tx.head = item->next;
+		if (!c->tx.head)
+			c->tx.tail = NULL;
+		c->tx.cost -= item_cost(item);
+		if (item->ends_read)
+			c->tx.reads_queued--;
+		free(item);
+	}
 	return 0;
 }
 
@@ -178,67 +279,124 @@ void conn_tx_lock(struct conn *c)
 	pthread_mutex_lock(&c->tx_lock);
 }
 
-/*
- * With tx_lock held: sends what the socket takes now, queues the rest (after anything
- * already queued, so frames stay in order) and has the engine watch for room. Releases
- * tx_lock.
- */
-static int send_iov_unlock(struct conn *c, const struct iovec *iov, int niov)
+static size_t batch_bytes(const struct tx_batch *b)
 {
-	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)niov };
+	size_t total = 0;
+
+	for (int i = 0; i < b->niov; i++)
+		total += b->iov[i].iov_len;
+	return total;
+}
+
+/* Asks for POLLOUT once something waits; with tx_lock, which it releases. */
+static void watch_output_unlock(struct conn *c)
+{
+	if (!c->tx.head || c->tx.want_out) {
+		pthread_mutex_unlock(&c->tx_lock);
+		return;
+	}
+	c->tx.want_out = true;
+	if (engine_on_thread(c->engine)) {
+		pthread_mutex_unlock(&c->tx_lock);
+		set_watch(c);
+		return;
+	}
+	c->tx.out_call.fn = request_output;
+	c->tx.out_call.arg = c;
+	engine_call_async(c->engine, &c->tx.out_call);
+	pthread_mutex_unlock(&c->tx_lock);
+}
+
+int conn_send_batch_unlock(struct conn *c, struct tx_batch *b)
+{
+	struct msghdr msg = { .msg_iov = b->iov, .msg_iovlen = (size_t)b->niov };
 	ssize_t sent = 0;
 	int ret;
 
-	if (c->state == CONN_CLOSED || c->tx_error) {
+	counters_stream_batch(QP_COUNTERS(c->qp), b);
+	if (c->state == CONN_CLOSED || c->tx.error) {
 		pthread_mutex_unlock(&c->tx_lock);
 		return EPIPE;
 	}
-	if (c->state == CONN_OPEN && !c->txq) {
+	if (c->state != CONN_CONNECTING && !c->tx.head) {
 		sent = sendmsg(c->watch.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (sent < 0) {
 			if (errno != EAGAIN && errno != EINTR) {
-				c->tx_error = true;
+				c->tx.error = true;
 				ret = errno;
 				pthread_mutex_unlock(&c->tx_lock);
 				return ret;
 			}
 			sent = 0;
 		}
-	}
-	ret = queue_bytes(c, iov, niov, (size_t)sent);
-	if (!ret && c->txq && !c->want_out) {
-		c->want_out = true;
-		if (engine_on_thread(c->engine)) {
+		if ((size_t)sent == batch_bytes(b)) {
 			pthread_mutex_unlock(&c->tx_lock);
-			set_watch(c);
 			return 0;
 		}
-		c->out_call.fn = request_output;
-		c->out_call.arg = c;
-		engine_call_async(c->engine, &c->out_call);
 	}
-	pthread_mutex_unlock(&c->tx_lock);
+	ret = queue_rest(c, b, (size_t)sent);
+	watch_output_unlock(c);
 	return ret;
 }
 
-int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
-		    const struct iovec *payload, int niov)
+int conn_send_batch(struct conn *c, struct tx_batch *b)
 {
-	struct iovec iov[1 + EMU_MAX_SGE];
+	conn_tx_lock(c);
+	return conn_send_batch_unlock(c, b);
+}
 
-	if (niov > EMU_MAX_SGE)
-		return EINVAL;
-	/* SOFTRDMA_FAULTS: lost on the way, as far as anyone can tell. Never the hello: it
-	 * stands for a connection, not for a packet, and a peer reading a request as a hello
-	 * would close the stream, which no lost packet does. */
-	if (c->state != CONN_CONNECTING && fault_drop_frame(c->qp, hdr))
+void tx_batch_init(struct tx_batch *b)
+{
+	b->nframes = b->niov = b->nrefs = 0;
+}
+
+void tx_batch_release(struct tx_batch *b)
+{
+	for (int i = 0; i < b->nrefs; i++)
+		mr_put(b->refs[i]);
+	tx_batch_init(b);
+}
+
+void tx_batch_add_copy(struct tx_batch *b, const void *p, size_t len)
+{
+	b->iov[b->niov] = (struct iovec){ .iov_base = (void *)p, .iov_len = len };
+	b->piece[b->niov].source = TX_COPY;
+	b->ends_read[b->niov++] = false;
+}
+
+void tx_batch_add_mem(struct tx_batch *b, void *host, size_t len, const struct tx_piece *where,
+		      struct mem_region *ref)
+{
+	b->iov[b->niov] = (struct iovec){ .iov_base = host, .iov_len = len };
+	b->piece[b->niov] = *where;
+	b->ends_read[b->niov++] = false;
+	if (ref)
+		b->refs[b->nrefs++] = ref;
+}
+
+int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len)
+{
+	struct tx_batch b;
+
+	/* SOFTRDMA_FAULTS: lost on the way, as far as anyone can tell. */
+	if (fault_drop_frame(c->qp, hdr))
 		return 0;
-	iov[0].iov_base = (void *)hdr;
-	iov[0].iov_len = hdr_len;
-	for (int i = 0; i < niov; i++)
-		iov[1 + i] = payload[i];
+	counters_stream_frame(QP_COUNTERS(c->qp), hdr, hdr_len, NULL, 0);
+	tx_batch_init(&b);
+	tx_batch_add_copy(&b, hdr, hdr_len);
+	return conn_send_batch(c, &b);
+}
+
+bool conn_tx_room(struct conn *c)
+{
+	bool room;
+
 	pthread_mutex_lock(&c->tx_lock);
-	return send_iov_unlock(c, iov, niov + 1);
+	room = c->tx.cost < TX_HIGH;
+	if (!room)
+		c->tx.owner_waits = true;
+	pthread_mutex_unlock(&c->tx_lock);
+	return room;
 }
 
 bool conn_tx_drained(struct conn *c)
@@ -247,27 +405,65 @@ bool conn_tx_drained(struct conn *c)
 	bool drained;
 
 	pthread_mutex_lock(&c->tx_lock);
-	drained = !c->txq && !ioctl(c->watch.fd, SIOCOUTQNSD, &unsent) && unsent == 0;
+	drained = !c->tx.head && !ioctl(c->watch.fd, SIOCOUTQNSD, &unsent) && unsent == 0;
 	pthread_mutex_unlock(&c->tx_lock);
 	return drained;
 }
 
-int conn_send_batch_unlock(struct conn *c, const struct tx_batch *b)
+/* The READ responses a responder stream may have waiting: the QP's responder resources. */
+static unsigned int reads_allowed(const struct conn *c)
 {
-	return send_iov_unlock(c, b->iov, b->niov);
+	uint8_t n = c->qp ? c->qp->attr.max_dest_rd_atomic : 0;
+
+	return n ? n : 1;
 }
 
-int conn_send_batch(struct conn *c, const struct tx_batch *b)
+void conn_check_backlog(struct conn *c)
 {
-	conn_tx_lock(c);
-	return conn_send_batch_unlock(c, b);
+	bool full, reads;
+
+	pthread_mutex_lock(&c->tx_lock);
+	full = c->tx.cost >= TX_HIGH;
+	reads = c->tx.reads_queued >= reads_allowed(c);
+	pthread_mutex_unlock(&c->tx_lock);
+	if (full)
+		conn_hold(c, RX_HOLD_TX_FULL, true);
+	if (reads)
+		conn_hold(c, RX_HOLD_READS, true);
 }
 
-void tx_batch_release(struct tx_batch *b)
+/* POLLOUT: what waits goes out; whoever stopped for the backlog goes on below it. */
+static void conn_write(struct conn *c)
 {
-	for (int i = 0; i < b->nrefs; i++)
-		mr_put(b->refs[i]);
-	b->nframes = b->niov = b->nrefs = 0;
+	bool resume_owner, low, reads_ok;
+	int err;
+
+	pthread_mutex_lock(&c->tx_lock);
+	err = flush_queue(c);
+	if (err)
+		c->tx.error = true;
+	if (!c->tx.head)
+		c->tx.want_out = false;
+	low = c->tx.cost < TX_LOW;
+	reads_ok = c->tx.reads_queued < reads_allowed(c);
+	resume_owner = low && c->tx.owner_waits;
+	if (resume_owner)
+		c->tx.owner_waits = false;
+	pthread_mutex_unlock(&c->tx_lock);
+	if (err) {
+		conn_broken(c);
+		return;
+	}
+	set_watch(c);
+	if (low && (c->rx.hold & RX_HOLD_TX_FULL))
+		conn_hold(c, RX_HOLD_TX_FULL, false);
+	if (reads_ok && (c->rx.hold & RX_HOLD_READS))
+		conn_hold(c, RX_HOLD_READS, false);
+	if (resume_owner && c->qp) {
+		pthread_mutex_lock(&c->qp->lock);
+		requester_progress(c->qp);
+		pthread_mutex_unlock(&c->qp->lock);
+	}
 }
 
 static void send_hello(struct conn *c, struct emu_qp *qp)
@@ -276,22 +472,22 @@ static void send_hello(struct conn *c, struct emu_qp *qp)
 		.magic = htonl(WIRE_MAGIC),
 		.version = htons(WIRE_VERSION),
 		.length = htons(sizeof(h)),
+		.kind = HELLO_STREAM,
 		.src_qpn = htonl(qp->qpn),
 		.dst_qpn = htonl(qp->attr.dest_qp_num),
 	};
-	struct iovec none;
+	struct tx_batch b;
 
 	memcpy(h.src_gid, &qp->local_addr.sin6_addr, 16);
-	/* Not UC: its WRs complete as they leave, and the buffer could be reused before the
-	 * responder has read it. */
-	if (qp->type == IBV_QPT_RC)
-		c->peer_mem_offered = peer_mem_offer(&h);
-	conn_send_frame(c, (const uint8_t *)&h, sizeof(h), &none, 0);
+	tx_batch_init(&b);
+	tx_batch_add_copy(&b, &h, sizeof(h));
+	conn_send_batch(c, &b);	/* queued: the stream is still connecting */
 }
 
 struct conn *conn_connect(struct emu_qp *qp)
 {
 	struct sockaddr_in6 local = qp->local_addr;
+	socklen_t len = sizeof(local);
 	struct conn *c;
 	int fd;
 
@@ -309,369 +505,35 @@ struct conn *conn_connect(struct emu_qp *qp)
 	/* RoCE sends from the source GID's address: the responder checks it. */
 	local.sin6_port = 0;
 	if (bind(fd, (struct sockaddr *)&local, sizeof(local)) ||
-	    (connect(fd, (struct sockaddr *)&c->peer, sizeof(c->peer)) && errno != EINPROGRESS)) {
-		c->tx_error = true;
-	}
+	    (connect(fd, (struct sockaddr *)&c->peer, sizeof(c->peer)) && errno != EINPROGRESS) ||
+	    getsockname(fd, (struct sockaddr *)&c->local, &len))
+		c->tx.error = true;
 	c->watch.events = IO_IN | IO_OUT;
-	engine_watch(c->engine, &c->watch);
+	if (engine_watch(c->engine, &c->watch))
+		c->tx.error = true;
 	send_hello(c, qp);
 	return c;
 }
 
-struct conn *conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer)
+struct conn *conn_adopt(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer,
+			const struct sockaddr_in6 *local, struct emu_qp *qp, uint32_t src_qpn)
 {
 	struct conn *c = conn_new(e, fd, false);
 
-	if (!c) {
-		close(fd);
+	if (!c)
+		return NULL;
+	c->qp = qp;
+	c->peer = *peer;
+	c->local = *local;
+	c->hello_src_qpn = src_qpn;
+	c->state = CONN_CANDIDATE;
+	c->rx.hold = RX_HOLD_UNBOUND;
+	c->watch.events = 0;
+	if (engine_watch(e, &c->watch)) {
+		conn_free(c);
 		return NULL;
 	}
-	c->peer = *peer;
-	c->state = CONN_HELLO;
-	c->watch.events = IO_IN;
-	engine_watch(e, &c->watch);
 	return c;
-}
-
-/* The stream is gone: tell its QP (a requester retries, then fails) and drop it. */
-static void conn_broken(struct conn *c)
-{
-	struct emu_qp *qp = c->qp;
-
-	if (!qp) {
-		conn_close(c);
-		return;
-	}
-	pthread_mutex_lock(&qp->lock);
-	qp_conn_lost(qp, c);
-	conn_close(c);
-	pthread_mutex_unlock(&qp->lock);
-}
-
-/* A frame or hello that breaks the protocol: its QP goes to error, the stream closes. */
-static void conn_protocol_error(struct conn *c)
-{
-	struct emu_qp *qp = c->qp;
-
-	if (!qp) {
-		conn_close(c);
-		return;
-	}
-	pthread_mutex_lock(&qp->lock);
-	if (qp->state != IBV_QPS_ERR && qp->state != IBV_QPS_RESET)
-		qp_error(qp, IBV_EVENT_QP_FATAL);
-	conn_close(c);
-	pthread_mutex_unlock(&qp->lock);
-}
-
-/* Reads more into the staging buffer: >0 bytes read, 0 peer closed, -1 nothing yet / error. */
-static ssize_t stage_fill(struct conn *c)
-{
-	size_t want;
-	ssize_t n;
-
-	if (c->stage_off) {
-		memmove(c->stage, c->stage + c->stage_off, c->stage_len - c->stage_off);
-		c->stage_len -= c->stage_off;
-		c->stage_off = 0;
-	}
-	want = STAGE_SIZE - c->stage_len;
-	/*
-	 * After a large payload another is likely: read no more than a header, so that the
-	 * next payload goes from the socket straight into its target, not through this buffer.
-	 */
-	if (c->expect_large && !c->in_payload && c->stage_len < 4 + WIRE_MAX_HDR)
-		want = 4 + WIRE_MAX_HDR - c->stage_len;
-	n = recv(c->watch.fd, c->stage + c->stage_len, want, MSG_DONTWAIT);
-	if (n > 0)
-		c->stage_len += (size_t)n;
-	return n;
-}
-
-static size_t staged(const struct conn *c)
-{
-	return c->stage_len - c->stage_off;
-}
-
-static bool peer_matches(const struct emu_qp *qp, const struct conn *c)
-{
-	return !memcmp(&qp->peer_addr.sin6_addr, &c->peer.sin6_addr, 16);
-}
-
-/* Binds an accepted stream to its QP once the QP knows its peer (RTR). */
-void conn_bind_pending(struct emu_qp *qp)
-{
-	struct conn *c = qp->resp_conn;
-
-	if (!c || !c->paused || qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR)
-		return;
-	if (c->hello_src_qpn != qp->attr.dest_qp_num || !peer_matches(qp, c)) {
-		conn_close(c);
-		return;
-	}
-	conn_set_paused(c, false);
-}
-
-/* Tells the requester that its payloads may stay where they are (peer_mem.c). */
-static void tell_peer_memory(struct conn *c)
-{
-	struct wire_packet pkt = { .opcode = OP_PEER_MEMORY, .qpn = c->hello_src_qpn };
-	uint8_t hdr[4 + WIRE_MAX_HDR];
-
-	conn_send_frame(c, hdr, wire_build(hdr, &pkt), NULL, 0);
-}
-
-static int handle_hello(struct conn *c)
-{
-	struct wire_hello h;
-	struct emu_qp *qp;
-
-	if (staged(c) < sizeof(h))
-		return EAGAIN;
-	memcpy(&h, c->stage + c->stage_off, sizeof(h));
-	c->stage_off += sizeof(h);
-	if (ntohl(h.magic) != WIRE_MAGIC || ntohs(h.version) != WIRE_VERSION ||
-	    ntohs(h.length) != sizeof(h))
-		return EPROTO;
-	qp = engine_find_qp(c->engine, ntohl(h.dst_qpn));
-	if (!qp || !qp_is_connected(qp))
-		return ENOENT;	/* as hardware: nobody answers for a QP that is not there */
-	pthread_mutex_lock(&qp->lock);
-	c->qp = qp;
-	c->hello_src_qpn = ntohl(h.src_qpn);
-	c->state = CONN_OPEN;
-	/* Once the QP knows its peer, an impostor is hung up on before it can displace it. */
-	if (qp->state >= IBV_QPS_RTR && qp->state != IBV_QPS_ERR &&
-	    (c->hello_src_qpn != qp->attr.dest_qp_num || !peer_matches(qp, c))) {
-		conn_close(c);
-		pthread_mutex_unlock(&qp->lock);
-		return 0;
-	}
-	if (qp->resp_conn)
-		conn_close(qp->resp_conn);	/* the requester reconnected */
-	qp->resp_conn = c;
-	if (peer_mem_accept(&h, &c->peer_mem))
-		tell_peer_memory(c);
-	/* Until the QP is RTR it cannot check the peer nor take requests: leave them queued. */
-	c->paused = true;
-	conn_bind_pending(qp);
-	set_watch(c);
-	pthread_mutex_unlock(&qp->lock);
-	return 0;
-}
-
-/*
- * The frames only softrdma engines exchange: PEER_MEMORY, and the descriptor that stands
- * for a by-reference request's payload. Returns 0 when the frame was PEER_MEMORY (taken
- * whole), EINPROGRESS when it is an ordinary frame (now with its payload's real length),
- * EAGAIN or EPROTO.
- */
-static int begin_softrdma_frame(struct conn *c, unsigned int hdr_len, uint32_t frame_len)
-{
-	uint64_t desc_len = c->pkt.payload_len, total;
-	uint32_t flags = wire_opcodes[c->pkt.opcode].flags;
-
-	if (c->pkt.opcode == OP_PEER_MEMORY) {
-		if (!c->initiator || !c->peer_mem_offered || c->pkt.qpn != c->qp->qpn)
-			return EPROTO;
-		c->stage_off += 4 + frame_len;
-		pthread_mutex_lock(&c->qp->lock);
-		c->peer_reads = true;
-		pthread_mutex_unlock(&c->qp->lock);
-		return 0;
-	}
-	if (!c->pkt.by_ref)
-		return EINPROGRESS;
-	if (c->initiator || !c->peer_mem.pid || !(flags & OPF_PAYLOAD) ||
-	    desc_len > EMU_MAX_SGE * PEER_MEM_DESC_LEN)
-		return EPROTO;
-	if (staged(c) < 4 + frame_len)
-		return EAGAIN;
-	if (peer_mem_parse(c->stage + c->stage_off + 4 + hdr_len, desc_len, c->pull, &c->npull,
-			   &total))
-		return EPROTO;
-	c->pkt.payload_len = total;
-	c->stage_off += desc_len;	/* the caller steps over length word and headers */
-	return EINPROGRESS;
-}
-
-/* Parses the next frame's header from the staging buffer. */
-static int begin_frame(struct conn *c)
-{
-	uint32_t frame_len;
-	unsigned int hdr_len;
-	int ret;
-	struct emu_qp *qp = c->qp;
-
-	if (staged(c) < 5)
-		return EAGAIN;
-	memcpy(&frame_len, c->stage + c->stage_off, 4);
-	frame_len = ntohl(frame_len);
-	hdr_len = wire_header_len(c->stage[c->stage_off + 4]);
-	if (!hdr_len || frame_len < hdr_len)
-		return EPROTO;
-	if (staged(c) < 4 + hdr_len)
-		return EAGAIN;
-	if (wire_parse(c->stage + c->stage_off + 4, frame_len, &c->pkt))
-		return EPROTO;
-	ret = begin_softrdma_frame(c, hdr_len, frame_len);
-	if (ret != EINPROGRESS)
-		return ret;
-	/* Requests on the stream the peer opened, responses on ours; all for this QP, in its
-	 * transport (which also keeps UD opcodes off streams). */
-	if (c->pkt.qpn != qp->qpn ||
-	    (c->pkt.opcode & OP_TRANSPORT_MASK) != qp_opcode_transport(qp->type) ||
-	    !(wire_opcodes[c->pkt.opcode].flags & (c->initiator ? OPF_RESPONSE : OPF_REQUEST)))
-		return EPROTO;
-	c->stage_off += 4 + hdr_len;
-	memset(&c->sink, 0, sizeof(c->sink));
-	pthread_mutex_lock(&qp->lock);
-	if (c->initiator)
-		completer_begin(qp, c, &c->pkt, &c->sink);
-	else
-		responder_begin(qp, c, &c->pkt, &c->sink);
-	pthread_mutex_unlock(&qp->lock);
-	c->in_payload = true;
-	c->payload_left = c->pkt.payload_len;
-	c->expect_large = !c->pkt.by_ref && c->pkt.payload_len >= DIRECT_MIN;
-	return 0;
-}
-
-static void end_frame(struct conn *c)
-{
-	struct emu_qp *qp = c->qp;
-
-	c->in_payload = false;
-	pthread_mutex_lock(&qp->lock);
-	if (c->state != CONN_CLOSED) {
-		if (c->initiator)
-			completer_end(qp, c, &c->pkt, &c->sink);
-		else
-			responder_end(qp, c, &c->pkt, &c->sink);
-	}
-	pthread_mutex_unlock(&qp->lock);
-}
-
-/* Moves payload bytes into the sink: 0 when the frame is complete, else EAGAIN or why not. */
-static int take_payload(struct conn *c)
-{
-	if (c->pkt.by_ref) {
-		sink_pull(&c->sink, c->peer_mem.pid, c->pull, c->npull);
-		if (c->sink.kind != SINK_DISCARD && c->sink.failure == MEM_ACCESS_OK) {
-			/* The peer may have died and its pid gone to another process. */
-			if (peer_mem_still_there(&c->peer_mem))
-				counter_add(EMU_CNT_SAME_HOST_PAYLOADS, 1);
-			else
-				c->sink.failure = MEM_ACCESS_PEER_FAULT;
-		}
-		c->payload_left = 0;
-		return 0;
-	}
-	while (c->payload_left) {
-		size_t n = staged(c);
-		ssize_t got;
-
-		if (n) {
-			if (n > c->payload_left)
-				n = (size_t)c->payload_left;
-			sink_place(&c->sink, c->stage + c->stage_off, n);
-			c->stage_off += n;
-			c->payload_left -= n;
-			continue;
-		}
-		if (c->payload_left >= DIRECT_MIN)
-			got = sink_recv(&c->sink, c->watch.fd, c->payload_left);
-		else
-			got = stage_fill(c);
-		if (got == 0)
-			return ECONNRESET;
-		if (got < 0)
-			return errno == EAGAIN || errno == EINTR ? EAGAIN : errno;
-		if (c->payload_left >= DIRECT_MIN)
-			c->payload_left -= (uint64_t)got;
-	}
-	return 0;
-}
-
-static void conn_read_frames(struct conn *c)
-{
-	for (int frames = 0; c->state != CONN_CLOSED && !c->paused;) {
-		int ret;
-
-		if (frames == FRAMES_PER_WAKE) {
-			/* Frames may be left in the staging buffer, which no socket event announces. */
-			engine_kick(c->engine, c);
-			return;
-		}
-
-		if (c->state == CONN_HELLO) {
-			ret = handle_hello(c);
-		} else if (!c->in_payload) {
-			ret = begin_frame(c);
-		} else {
-			ret = take_payload(c);
-			if (ret == 0) {
-				end_frame(c);
-				frames++;
-				continue;
-			}
-		}
-		if (ret == 0)
-			continue;
-		if (ret == EAGAIN) {
-			ssize_t n;
-
-			if (c->in_payload && c->payload_left >= DIRECT_MIN && !staged(c))
-				return;	/* take_payload already hit EAGAIN on the socket */
-			n = stage_fill(c);
-			if (n > 0)
-				continue;
-			if (n == 0 || (errno != EAGAIN && errno != EINTR))
-				conn_broken(c);
-			return;
-		}
-		if (ret == ECONNRESET || ret == EPIPE || ret == ETIMEDOUT) {
-			conn_broken(c);
-			return;
-		}
-		if (ret == ENOENT && !c->qp) {
-			conn_close(c);
-			return;
-		}
-		conn_protocol_error(c);
-		return;
-	}
-}
-
-/* Reads what the stream has; then the responder sends one ACK for all it executed. */
-static void conn_read(struct conn *c)
-{
-	struct emu_qp *qp;
-
-	conn_read_frames(c);
-	qp = c->qp;
-	if (c->initiator || !qp || c->state == CONN_CLOSED)
-		return;
-	pthread_mutex_lock(&qp->lock);
-	responder_flush_ack(qp, c);
-	pthread_mutex_unlock(&qp->lock);
-}
-
-static void conn_write(struct conn *c)
-{
-	int err;
-
-	pthread_mutex_lock(&c->tx_lock);
-	err = flush_queue(c);
-	if (err)
-		c->tx_error = true;
-	if (!c->txq)
-		c->want_out = false;
-	pthread_mutex_unlock(&c->tx_lock);
-	if (err)
-		conn_broken(c);
-	else
-		set_watch(c);
 }
 
 static void conn_ready(struct io_watch *w, uint32_t revents)
@@ -685,7 +547,7 @@ static void conn_ready(struct io_watch *w, uint32_t revents)
 		socklen_t len = sizeof(err);
 
 		getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &err, &len);
-		if (err || c->tx_error) {
+		if (err || c->tx.error) {
 			conn_broken(c);
 			return;
 		}

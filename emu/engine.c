@@ -20,8 +20,9 @@
 #include "emu/internal.h"
 #include "emu/limits.h"
 
-static pthread_mutex_t engine_global_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct emu_engine *the_engine;
+/* The process's engine: emu_engine_get() starts it, the last emu_engine_put() stops it. */
+static pthread_mutex_t process_engine_lock = PTHREAD_MUTEX_INITIALIZER;	/* process_engine */
+static struct emu_engine *process_engine;
 
 uint64_t engine_now_ns(void)
 {
@@ -93,19 +94,26 @@ static void run_calls(struct emu_engine *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
-void engine_watch(struct emu_engine *e, struct io_watch *w)
+int engine_watch(struct emu_engine *e, struct io_watch *w)
 {
-	e->io->ops->add(e->io, w);
+	int ret = e->io->ops->add(e->io, w);
+
+	w->added = !ret;
+	return ret;
 }
 
 void engine_unwatch(struct emu_engine *e, struct io_watch *w)
 {
+	if (!w->added)
+		return;
 	e->io->ops->remove(e->io, w);
+	w->added = false;
 }
 
 void engine_rewatch(struct emu_engine *e, struct io_watch *w)
 {
-	e->io->ops->update(e->io, w);
+	if (w->added)
+		e->io->ops->update(e->io, w);
 }
 
 void engine_timer_changed(struct emu_engine *e, uint64_t deadline_ns)
@@ -145,24 +153,6 @@ static void on_wake(struct io_watch *w, uint32_t revents)
 	}
 }
 
-static void on_listener_ready(struct io_watch *w, uint32_t revents)
-{
-	struct emu_listener *l = container_of(w, struct emu_listener, watch);
-	struct emu_engine *e = the_engine;
-
-	(void)revents;
-	for (int i = 0; i < 16; i++) {
-		struct sockaddr_in6 peer;
-		socklen_t len = sizeof(peer);
-		int fd = accept4(l->fd, (struct sockaddr *)&peer, &len,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0)
-			return;
-		conn_accept(e, fd, &peer);
-	}
-}
-
 /*
  * Runs due QP timers; returns the next deadline (UINT64_MAX: none). next_timer_ns is never
  * later than the earliest armed timer (arming only lowers it), so until it is due there is
@@ -170,27 +160,31 @@ static void on_listener_ready(struct io_watch *w, uint32_t revents)
  */
 static uint64_t run_timers(struct emu_engine *e)
 {
-	uint64_t now = engine_now_ns(), next = UINT64_MAX;
+	uint64_t now = engine_now_ns(), next, t;
 
 	if (now < atomic_load(&e->next_timer_ns))
 		return atomic_load(&e->next_timer_ns);
 	atomic_store(&e->next_timer_ns, UINT64_MAX);
+	next = handshake_timers(e, now);
 	pthread_mutex_lock(&e->lock);
 	for (int i = 0; i < e->nlisteners; i++) {
+		t = listener_timer(e->listeners[i], now);
+		if (t < next)
+			next = t;
 		for (int j = 0; j < QPS_PER_LISTENER; j++) {
 			struct emu_qp *qp = e->listeners[i]->qps[j];
 
 			/* A QP leaves the table only on this thread (emu_qp_destroy): valid unlocked. */
-			if (!qp || !qp->timer_ns)
+			if (!qp || !qp->comp.timer_ns)
 				continue;
 			pthread_mutex_unlock(&e->lock);
 			pthread_mutex_lock(&qp->lock);
-			if (qp->timer_ns && qp->timer_ns <= now) {
-				qp->timer_ns = 0;
+			if (qp->comp.timer_ns && qp->comp.timer_ns <= now) {
+				qp->comp.timer_ns = 0;
 				completer_timer(qp);
 			}
-			if (qp->timer_ns && qp->timer_ns < next)
-				next = qp->timer_ns;
+			if (qp->comp.timer_ns && qp->comp.timer_ns < next)
+				next = qp->comp.timer_ns;
 			pthread_mutex_unlock(&qp->lock);
 			pthread_mutex_lock(&e->lock);
 		}
@@ -241,9 +235,7 @@ static void free_closed(struct emu_engine *e)
 
 	while ((c = e->closed)) {
 		e->closed = c->next_closed;
-		pthread_mutex_destroy(&c->tx_lock);
-		free(c->stage);
-		free(c);
+		conn_free(c);
 	}
 }
 
@@ -292,6 +284,13 @@ static int engine_start(struct emu_engine **out)
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->call_done, NULL);
 	atomic_init(&e->next_timer_ns, UINT64_MAX);
+	e->local_fd = -1;
+	e->naddrs = listener_addresses(&e->addrs);
+	if (e->naddrs <= 0) {
+		ret = e->naddrs ? -e->naddrs : EADDRNOTAVAIL;	/* no address to listen on */
+		free(e);
+		return ret;
+	}
 	ret = fault_init();
 	if (!ret)
 		ret = mem_table_create(&e->mem, EMU_MAX_MR, EMU_MAX_MW);
@@ -329,6 +328,7 @@ err_io:
 err_mem:
 	mem_table_destroy(e->mem);
 err_free:
+	free(e->addrs);
 	free(e);
 	return ret;
 }
@@ -337,13 +337,13 @@ int emu_engine_get(struct emu_engine **out)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&engine_global_lock);
-	if (the_engine)
-		the_engine->refs++;
+	pthread_mutex_lock(&process_engine_lock);
+	if (process_engine)
+		process_engine->refs++;
 	else
-		ret = engine_start(&the_engine);
-	*out = the_engine;
-	pthread_mutex_unlock(&engine_global_lock);
+		ret = engine_start(&process_engine);
+	*out = process_engine;
+	pthread_mutex_unlock(&process_engine_lock);
 	return ret;
 }
 
@@ -352,33 +352,34 @@ static void stop(void *arg)
 	struct emu_engine *e = arg;
 
 	e->stopping = true;
+	handshake_stop_all(e);
+	peer_mem_stop(e);
 	for (int i = 0; i < e->nlisteners; i++) {
-		e->io->ops->remove(e->io, &e->listeners[i]->watch);
-		e->io->ops->remove(e->io, &e->listeners[i]->udp_watch);
-		close(e->listeners[i]->fd);
-		close(e->listeners[i]->udp_fd);
-		free(e->listeners[i]);
+		listener_unwatch(e->listeners[i], e->listeners[i]->nsocks);
+		listener_free(e->listeners[i]);
 	}
 	e->nlisteners = 0;
 }
 
 void emu_engine_put(struct emu_engine *e)
 {
-	pthread_mutex_lock(&engine_global_lock);
+	pthread_mutex_lock(&process_engine_lock);
 	if (--e->refs > 0) {
-		pthread_mutex_unlock(&engine_global_lock);
+		pthread_mutex_unlock(&process_engine_lock);
 		return;
 	}
-	the_engine = NULL;
-	pthread_mutex_unlock(&engine_global_lock);
+	process_engine = NULL;
+	pthread_mutex_unlock(&process_engine_lock);
 	engine_call_sync(e, stop, e);
 	pthread_join(e->thread, NULL);
+	counters_detach();
 	free_closed(e);
 	e->io->ops->remove(e->io, &e->wake_watch);
 	close(e->wake_fd);
 	e->io->ops->destroy(e->io);
 	mem_table_destroy(e->mem);
 	free(e->listeners);
+	free(e->addrs);
 	pthread_cond_destroy(&e->call_done);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
@@ -394,64 +395,6 @@ const char *emu_engine_backend(struct emu_engine *e)
 	return e->io->ops->name;
 }
 
-/*
- * A new listener: a TCP socket on an ephemeral port, all addresses, IPv4 and IPv6, and a UDP
- * socket on the same port number for UD QPs (a few tries, in case that UDP port is taken).
- */
-static int listener_open(struct emu_listener **out)
-{
-	struct emu_listener *l = calloc(1, sizeof(*l));
-	int err = EADDRINUSE;
-
-	if (!l)
-		return ENOMEM;
-	for (int attempt = 0; attempt < 16 && err == EADDRINUSE; attempt++) {
-		struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
-					   .sin6_addr = IN6ADDR_ANY_INIT };
-		socklen_t len = sizeof(sa);
-		int off = 0;
-
-		l->fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (l->fd < 0) {
-			err = errno;
-			break;
-		}
-		setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-		if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(l->fd, 1024) ||
-		    getsockname(l->fd, (struct sockaddr *)&sa, &len)) {
-			err = errno;
-			close(l->fd);
-			break;
-		}
-		l->port = ntohs(sa.sin6_port);
-		l->udp_fd = ud_socket_open(l->port);
-		if (l->udp_fd >= 0) {
-			err = 0;
-			break;
-		}
-		err = errno;
-		close(l->fd);
-	}
-	if (err) {
-		free(l);
-		return err;
-	}
-	l->watch.fd = l->fd;
-	l->watch.events = IO_IN;
-	l->watch.ready = on_listener_ready;
-	l->udp_watch.fd = l->udp_fd;
-	l->udp_watch.events = IO_IN;
-	l->udp_watch.ready = ud_on_datagram;
-	*out = l;
-	return 0;
-}
-
-struct emu_engine *the_engine_of_watch(struct io_watch *w)
-{
-	(void)w;
-	return the_engine;
-}
-
 struct add_listener_call {
 	struct emu_listener *l;
 	int ret;
@@ -460,14 +403,8 @@ struct add_listener_call {
 static void add_listener_on_engine(void *arg)
 {
 	struct add_listener_call *call = arg;
-	struct emu_engine *e = the_engine;
 
-	call->ret = e->io->ops->add(e->io, &call->l->watch);
-	if (!call->ret) {
-		call->ret = e->io->ops->add(e->io, &call->l->udp_watch);
-		if (call->ret)
-			e->io->ops->remove(e->io, &call->l->watch);
-	}
+	call->ret = listener_watch(call->l);
 }
 
 /* Assigns the QP a QPN: a free index of a listener, opening a new listener when all are full. */
@@ -488,21 +425,19 @@ int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 				l->qps[j] = qp;
 				l->used++;
 				qp->qpn = (uint32_t)l->port << 8 | (uint32_t)j;
-				qp->udp_fd = l->udp_fd;
+				qp->listener = l;
 				pthread_mutex_unlock(&e->lock);
 				return 0;
 			}
 	}
 	pthread_mutex_unlock(&e->lock);
 
-	ret = listener_open(&call.l);
+	ret = listener_open(e, &call.l);
 	if (ret)
 		return ret;
 	engine_call_sync(e, add_listener_on_engine, &call);
 	if (call.ret) {
-		close(call.l->fd);
-		close(call.l->udp_fd);
-		free(call.l);
+		listener_free(call.l);
 		return call.ret;
 	}
 	pthread_mutex_lock(&e->lock);
@@ -516,7 +451,7 @@ int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 	call.l->qps[0] = qp;
 	call.l->used = 1;
 	qp->qpn = (uint32_t)call.l->port << 8;
-	qp->udp_fd = call.l->udp_fd;
+	qp->listener = call.l;
 	pthread_mutex_unlock(&e->lock);
 	return 0;
 }
@@ -533,7 +468,3 @@ void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp)
 	pthread_mutex_unlock(&e->lock);
 }
 
-struct mem_table *the_mem_table(void)
-{
-	return the_engine->mem;
-}

@@ -330,10 +330,10 @@ static bool hits(struct fault_qp *f, const struct fault_rate *r, uint64_t count)
 static void cut(struct emu_qp *qp, struct fault_qp *f)
 {
 	f->cut = true;
-	if (qp->req_conn && qp->req_conn->watch.fd >= 0)
-		shutdown(qp->req_conn->watch.fd, SHUT_RDWR);
-	if (qp->resp_conn && qp->resp_conn->watch.fd >= 0)
-		shutdown(qp->resp_conn->watch.fd, SHUT_RDWR);
+	if (qp->streams.req && qp->streams.req->watch.fd >= 0)
+		shutdown(qp->streams.req->watch.fd, SHUT_RDWR);
+	if (qp->streams.resp && qp->streams.resp->watch.fd >= 0)
+		shutdown(qp->streams.resp->watch.fd, SHUT_RDWR);
 }
 
 bool fault_on_frame(struct emu_qp *qp, const uint8_t *frame)

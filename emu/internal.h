@@ -20,6 +20,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "emu/conn.h"
+#include "emu/counters.h"
 #include "emu/cq.h"
 #include "emu/io.h"
 #include "emu/limits.h"
@@ -36,112 +38,23 @@ struct emu_engine;
 struct emu_srq;
 struct conn;
 
-/* Where an incoming payload goes; re-validated for every chunk placed (emu/mr.h). */
-enum sink_kind { SINK_DISCARD, SINK_REMOTE, SINK_LOCAL };
-
-struct rx_sink {
-	enum sink_kind kind;
-	uint32_t pd_handle;
-	int qp_access;		/* SINK_REMOTE: the QP's rights */
-	uint32_t qpn;		/* SINK_REMOTE: the QP (a type 2 window is bound to one) */
-	int needed;		/* access right each chunk needs */
-	uint32_t rkey;		/* SINK_REMOTE */
-	uint64_t va;		/* SINK_REMOTE */
-	const struct ibv_sge *sge;	/* SINK_LOCAL */
-	int num_sge;
-	uint64_t offset;	/* bytes placed so far */
-	enum mem_access_result failure;	/* first refusal; the rest is discarded */
-};
-
-struct engine_call {
-	struct engine_call *next;
-	void (*fn)(void *arg);
-	void *arg;
-	bool done;
-};
-
-enum conn_state { CONN_CONNECTING, CONN_HELLO, CONN_OPEN, CONN_CLOSED };
-
-struct tx_chunk {
-	struct tx_chunk *next;
-	size_t len, off;
-	uint8_t data[];
-};
-
 /*
- * Frames built under a QP's lock and sent with one sendmsg: the requester gathers every WR
- * a post (or a completion) lets go, and the poster sends them after dropping the QP's lock.
+ * A send WQE's life: queued by the poster, sent by the requester, done when the completer
+ * has its answer (or it failed, or it was a local operation). WQEs complete in order, so
+ * a done WQE may wait behind an older one still sent. A lost stream or an RNR NAK puts
+ * sent WQEs back to queued (requester_rewind()); a done one stays done.
  */
-#define TX_BATCH_FRAMES	16
-#define PEER_MEM_DESC_LEN	16	/* per segment: address, length (big-endian u64) */
-#define TX_BATCH_IOVS	(TX_BATCH_FRAMES * (1 + 4))	/* most WRs have few SGEs */
-
-struct tx_batch {
-	int nframes, niov, nrefs;
-	struct iovec iov[TX_BATCH_IOVS];
-	struct mem_region *refs[TX_BATCH_IOVS];	/* held until sent */
-	uint8_t hdr[TX_BATCH_FRAMES][4 + WIRE_MAX_HDR];
-	uint8_t desc[TX_BATCH_FRAMES][EMU_MAX_SGE * PEER_MEM_DESC_LEN];	/* by reference */
-};
-
-/* A requester whose memory a responder reads (the same-host path, peer_mem.c). */
-struct peer_mem {
-	pid_t pid;
-	uint64_t cookie_addr;
-	uint8_t cookie[16];
-};
-
-struct conn {
-	struct emu_engine *engine;
-	struct io_watch watch;
-	enum conn_state state;
-	bool initiator;		/* we connected: our requests, their responses */
-	bool paused;		/* responder QP not ready for requests yet */
-	struct emu_qp *qp;
-	struct sockaddr_in6 peer;
-
-	/* receive side: engine thread only */
-	uint8_t *stage;		/* bytes read ahead of the frame being parsed */
-	size_t stage_len, stage_off;
-	bool in_payload;
-	bool expect_large;	/* the last frame's payload went straight into its target */
-	uint64_t payload_left;
-	struct wire_packet pkt;
-	struct rx_sink sink;
-
-	/* send side: any thread, under tx_lock */
-	pthread_mutex_t tx_lock;
-	struct tx_chunk *txq, *txq_tail;
-	bool want_out;
-	bool tx_error;
-	bool kicked;			/* on the engine's list of streams with staged frames */
-	struct conn *next_kicked;
-	struct engine_call out_call;	/* asks the engine to watch for POLLOUT */
-	/* The same-host path (peer_mem.c): a responder's stream knows the requester's pid
-	 * once verified; a requester's, whether it offered the path and whether the
-	 * responder took it (PEER_MEMORY). */
-	struct peer_mem peer_mem;	/* pid 0: not verified */
-	bool peer_mem_offered;
-	bool peer_reads;
-	struct iovec pull[EMU_MAX_SGE];	/* a by-reference request's payload, over there */
-	int npull;
-	uint32_t hello_src_qpn;
-	struct conn *next_closed;	/* freed by the engine once no backend call can see it */
-};
+enum wqe_state { WQE_QUEUED, WQE_SENT, WQE_DONE };
 
 struct send_wqe {
-	struct ibv_send_wr wr;	/* copy; wr.sg_list points at sge below */
+	struct emu_send_wr wr;	/* copy; wr.sg_list points at sge below */
 	struct ibv_sge *sge;
 	uint8_t *inline_buf;	/* max_inline_data bytes */
 	uint64_t length;
 	uint32_t psn;
-	bool sent;
-	bool done;		/* acknowledged, answered, or failed: completes in order */
-	enum ibv_wc_status status;
+	enum wqe_state state;
+	enum ibv_wc_status status;	/* of a done WQE */
 	bool signaled;
-	/* BIND_MW: what to bind, taken at post (the application may free its ibv_mr after) */
-	struct mem_region *bind_window;
-	struct mw_bind_req bind;
 };
 
 /* The PSN of a WQE that sends nothing (a local operation). */
@@ -165,45 +78,49 @@ struct recv_queue {
 
 enum recv_take { RECV_TAKEN, RECV_NONE, RECV_TOO_SHORT };
 
-struct emu_qp {
-	struct emu_engine *engine;
-	pthread_mutex_t lock;
-	uint32_t qpn;
-	enum ibv_qp_type type;
-	enum ibv_qp_state state;
-	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
-	int async_fd;
-	_Atomic uint32_t *events_raised;	/* the provider's count of them, or NULL */
-	uint32_t pd_handle;
-	struct emu_cq *send_cq, *recv_cq;
-	bool sq_sig_all;
-	struct ibv_qp_cap cap;
-	struct ibv_qp_attr attr;	/* as last modified (what query_qp reports) */
-	int attr_mask_seen;
+/* The send queue: slot = index % cap.max_send_wr; head is the poster's, the rest below. */
+struct send_queue {
+	struct send_wqe *wqe;
+	uint32_t head;			/* next index to post */
+};
 
-	/* send queue: indices grow forever, slot = index % cap.max_send_wr */
-	struct send_wqe *sq;
-	uint32_t sq_head, sq_next, sq_tail;	/* posted, transmitted, completed */
-	uint32_t next_psn;
+/* The requester (requester.c): from queued to sent. */
+struct qp_req_info {
+	uint32_t next;			/* index of the next WQE to transmit */
+	uint32_t psn;			/* the next PSN to give a WQE */
 	uint32_t rd_atomic_out;		/* READ/atomic requests awaiting responses */
+};
+
+enum qp_timer { TIMER_NONE, TIMER_ACK, TIMER_RNR, TIMER_CONNECT };
+
+/* The completer (completer.c): from sent to completed, and the timers that drive retries. */
+struct qp_comp_info {
+	uint32_t tail;			/* index of the next WQE to complete */
 	uint32_t retries_left, rnr_retries_left;
 	/* CLOCK_MONOTONIC deadline, 0: none. Atomic: the engine glances at it without the lock. */
 	_Atomic uint64_t timer_ns;
-	enum { TIMER_NONE, TIMER_ACK, TIMER_RNR, TIMER_CONNECT } timer_kind;
+	enum qp_timer timer_kind;
+};
 
-	/* receive queue: its own, or the SRQ it was created with */
-	struct recv_queue rq;
-	struct emu_srq *srq;
+/* What the responder decided about the request being read (responder_begin -> _end). */
+enum resp_verdict {
+	RESP_EXECUTE,		/* checks passed */
+	RESP_DROP,		/* silently: QP not ready, RNR recovery, or a duplicate re-ACKed */
+	RESP_DUPLICATE,		/* already executed: answer again, do not execute */
+	RESP_RNR,		/* no receive posted */
+	RESP_NAK,		/* refused: nak_code, event */
+};
 
-	/* responder */
+/* The responder (responder.c): requests arriving on the stream the peer opened. */
+struct qp_resp_info {
 	uint32_t epsn;			/* next request PSN expected */
 	uint32_t msn;
 	bool rnr_dropping;		/* after an RNR NAK: drop until epsn comes again */
-	int verdict;			/* responder.c: what the current request came to */
+	enum resp_verdict verdict;
 	bool ack_pending;		/* an ACK for ack_psn is owed, sent at the end of the read */
 	uint32_t ack_psn;
-	uint8_t nak_code;
-	enum mem_access_result refusal;
+	uint8_t nak_code;		/* RESP_NAK: the NAK's code (emu/wire.h) */
+	enum mem_access_result refusal;	/* RESP_NAK: what the access check said */
 	enum ibv_wc_status recv_status;	/* a receive's own error, when it has one */
 	struct recv_wqe cur_recv;	/* the receive WQE the current SEND fills */
 	struct ibv_sge cur_recv_sge[EMU_MAX_SGE];	/* cur_recv's own copy of its SGEs */
@@ -215,32 +132,86 @@ struct emu_qp {
 		uint64_t orig;
 	} atomic_done[EMU_MAX_QP_RD_ATOM];
 	uint32_t atomics_done;		/* since RESET; the next goes to % EMU_MAX_QP_RD_ATOM */
-
-	bool connect_pending;
-	struct engine_call connect_call;
-	int udp_fd;		/* UD: its listener's datagram socket */
-	struct conn *req_conn;	/* stream we opened */
-	struct conn *resp_conn;	/* stream the peer opened */
-	struct sockaddr_in6 peer_addr;	/* from the AV's dgid; port from dest_qp_num */
-	struct sockaddr_in6 local_addr;	/* from the AV's sgid_index */
-	bool destroyed;
-	struct fault_qp *faults;	/* SOFTRDMA_FAULTS (emu/fault.h); NULL: none */
 };
 
+/* A connected QP's streams (emu/qp_stream.c is their one owner). */
+struct qp_streams {
+	struct conn *req;		/* the one we opened: our requests, their responses */
+	struct conn *resp;		/* the one the peer opened: its requests */
+	struct conn *candidates;	/* the peer's (so they say), not bound yet */
+	int ncandidates;
+	bool connect_pending;		/* connect_call queued on the engine */
+	struct engine_call connect_call;
+};
+
+/*
+ * A queue pair. qp->lock guards everything below but the constants (engine, qpn, type,
+ * handle, async_fd, events_raised, pd_handle, the CQs, srq, cap, udp_fd, faults), which are
+ * set at creation and never change; it is held by posting threads, pollers that flush, and
+ * the engine thread for every frame it reads for this QP.
+ */
+struct emu_qp {
+	struct emu_engine *engine;
+	pthread_mutex_t lock;
+	uint32_t qpn;
+	enum ibv_qp_type type;
+	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
+	int async_fd;
+	_Atomic uint32_t *events_raised;	/* the provider's count of them, or NULL */
+	uint32_t pd_handle;
+	struct emu_cq *send_cq, *recv_cq;
+	struct emu_srq *srq;	/* its receives come from this SRQ; NULL: from rq */
+	struct ibv_qp_cap cap;
+	struct emu_listener *listener;	/* whose port its QPN holds (UD: its sockets) */
+	struct fault_qp *faults;	/* SOFTRDMA_FAULTS (emu/fault.h); NULL: none */
+	struct counter_block counters;	/* emu/counters.h: this QP's port counters */
+
+	enum ibv_qp_state state;
+	struct ibv_qp_attr attr;	/* as last modified (what query_qp reports) */
+	bool sq_sig_all;
+	struct sockaddr_in6 peer_addr;	/* from the AV's dgid; port from dest_qp_num */
+	struct sockaddr_in6 local_addr;	/* from the AV's sgid_index */
+
+	struct send_queue sq;
+	struct recv_queue rq;		/* unused with an SRQ */
+	struct qp_req_info req;
+	struct qp_comp_info comp;
+	struct qp_resp_info resp;
+	struct qp_streams streams;
+};
+
+/* One address of a listener: a TCP socket for streams and handshakes, a UDP one for UD. */
+struct listen_socket {
+	struct emu_listener *owner;
+	struct sockaddr_in6 addr;	/* with the listener's port */
+	int tcp_fd, udp_fd;
+	struct io_watch tcp_watch, udp_watch;
+	uint32_t udp_overflows;		/* the UDP socket's drop count (SO_RXQ_OVFL) last seen */
+};
+
+#define LISTENER_HALF_OPEN	64	/* connections accepted that have not said what for */
+
+/* A port number: the QPNs port << 8 | 0..255 (emu/listener.c). Engine thread but qps/used. */
 struct emu_listener {
-	int fd;
+	struct emu_engine *engine;
 	uint16_t port;
-	struct io_watch watch;
-	int udp_fd;			/* UD QPs: the same port number, UDP */
-	struct io_watch udp_watch;
-	uint32_t udp_overflows;	/* the socket's drop count (SO_RXQ_OVFL) last seen */
-	struct emu_qp *qps[QPS_PER_LISTENER];
+	struct listen_socket *socks;	/* one per address of the device */
+	int nsocks;
+	int half_open;			/* its handshakes not done yet */
+	uint64_t resume_ns;		/* accepting again then (out of descriptors); 0: accepting */
+	struct emu_qp *qps[QPS_PER_LISTENER];	/* under engine->lock */
 	int used;
 };
 
+struct handshake;
+struct ucred;
 
+/*
+ * The process's engine. lock guards the QP table (listeners and their qps), the call
+ * queue and refs; everything else is the engine thread's own.
+ */
 struct emu_engine {
-	pthread_mutex_t lock;		/* QP table, listeners, call queue */
+	pthread_mutex_t lock;
 	pthread_cond_t call_done;
 	pthread_t thread;
 	int refs;
@@ -251,10 +222,18 @@ struct emu_engine {
 	bool stopping;
 	struct emu_listener **listeners;
 	int nlisteners;
+	struct sockaddr_in6 *addrs;	/* where listeners listen: the GID table's addresses */
+	int naddrs;
 	struct mem_table *mem;
 	atomic_int srqs;		/* SRQs in existence, at most EMU_MAX_SRQ */
 	struct conn *closed;		/* waiting to be freed after the current wait() */
 	struct conn *kicked;		/* staged frames to process before waiting again */
+	struct handshake *handshakes;	/* emu/handshake.c, with their deadlines */
+	int nhandshakes;
+	int local_fd;			/* the same-host path's AF_UNIX socket, or -1 */
+	bool local_failed;
+	struct io_watch local_watch;
+	char local_name[WIRE_LOCAL_NAME_LEN];
 	_Atomic uint64_t next_timer_ns;
 };
 
@@ -267,7 +246,7 @@ void engine_call_async(struct emu_engine *e, struct engine_call *call);
 bool engine_on_thread(struct emu_engine *e);
 struct emu_qp *engine_find_qp(struct emu_engine *e, uint32_t qpn);
 void engine_timer_changed(struct emu_engine *e, uint64_t deadline_ns);
-void engine_watch(struct emu_engine *e, struct io_watch *w);
+int engine_watch(struct emu_engine *e, struct io_watch *w);
 void engine_unwatch(struct emu_engine *e, struct io_watch *w);
 void engine_rewatch(struct emu_engine *e, struct io_watch *w);
 /* Engine thread: process c's staged frames after this round of I/O (not nested in a lock). */
@@ -276,13 +255,66 @@ void engine_unkick(struct emu_engine *e, struct conn *c);	/* c is going away */
 int engine_register_qp(struct emu_engine *e, struct emu_qp *qp);
 void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp);
 
+/* listener.c */
+/* The addresses to listen on, from the GID table (kernel-abi/host_gids.h): count or -errno. */
+int listener_addresses(struct sockaddr_in6 **out);
+int listener_open(struct emu_engine *e, struct emu_listener **out);
+int listener_watch(struct emu_listener *l);	/* engine thread */
+void listener_unwatch(struct emu_listener *l, int n);	/* engine thread: its first n sockets */
+void listener_free(struct emu_listener *l);
+/* The UD socket bound to sgid's address, or -1. */
+int listener_udp_fd(const struct emu_listener *l, const uint8_t sgid[16]);
+/* Engine thread: resumes accepting after a backoff; the next deadline or UINT64_MAX. */
+uint64_t listener_timer(struct emu_listener *l, uint64_t now);
+
+/* handshake.c: engine thread */
+void handshake_accept(struct emu_listener *l, int fd, const struct sockaddr_in6 *peer);
+void handshake_local_accept(struct emu_engine *e, int fd);
+/* Asks the engine of c's claimed QPN whether c is its; qp_stream_verified() hears. */
+void handshake_verify(struct conn *c);
+/* Asks over AF_UNIX for the same-host path; on yes, peer_mem_grant(). */
+void handshake_local_ask(struct conn *c, const char *name);
+void handshake_cancel(struct handshake *h);
+uint64_t handshake_timers(struct emu_engine *e, uint64_t now);
+void handshake_stop_all(struct emu_engine *e);
+#ifdef SOFTRDMA_FUZZ_HOOKS
+/* tests/fuzz: reads the hello already in fd at once and believes its claim; the stream. */
+struct conn *handshake_fuzz_stream(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
+#endif
+
+/* qp_stream.c: engine thread; qp->lock held where it says so */
+void qp_stream_open(struct emu_qp *qp);		/* qp->lock held */
+void qp_stream_open_later(struct emu_qp *qp);	/* any thread, qp->lock held */
+/* A STREAM hello named qp: fd becomes a candidate stream, whose verification starts. */
+void qp_stream_offered(struct emu_qp *qp, int fd, const struct sockaddr_in6 *peer,
+		       const struct sockaddr_in6 *local, uint32_t src_qpn);
+/* The verification of candidate c ended: v NULL is no. */
+void qp_stream_verified(struct conn *c, const struct wire_verdict *v);
+void qp_stream_bind_pending(struct emu_qp *qp);	/* qp->lock held: after RTR */
+void qp_stream_closed(struct emu_qp *qp, struct conn *c);	/* qp->lock held */
+void qp_streams_close(struct emu_qp *qp);		/* qp->lock held */
+/*
+ * Our stream that question q describes, or NULL; reader non-NULL: asked over AF_UNIX by
+ * that process of our user, which may then read the stream's payloads.
+ */
+struct conn *qp_stream_vouch(struct emu_engine *e, const struct wire_hello *q,
+			     const struct ucred *reader);
+
 /* peer_mem.c: the same-host path */
 #define PEER_MEM_MIN		16384	/* smaller payloads are as cheap to send over TCP */
-/* Fills the hello's same-host fields; false when the path is off (nothing offered). */
-bool peer_mem_offer(struct wire_hello *h);
-/* Whether the requester's memory can be read (its cookie checks out); fills pm. */
-bool peer_mem_accept(const struct wire_hello *h, struct peer_mem *pm);
-/* After a read: the process is still the peer (its pid was not reused meanwhile). */
+bool peer_mem_enabled(void);		/* SOFTRDMA_SAME_HOST is not 0 */
+/* The engine's AF_UNIX name, made on first use; NULL when the path is off. */
+const char *peer_mem_local_name(struct emu_engine *e);
+void peer_mem_stop(struct emu_engine *e);
+/*
+ * The kernel named pid as c's requester, whose answer put WIRE_PROBE at probe_addr: if
+ * that can be read, read its payloads from now on, and say so.
+ */
+void peer_mem_grant(struct conn *c, pid_t pid, uint64_t probe_addr);
+/* Where WIRE_PROBE lies in this process (a LOCAL_CLAIM's answer says it). */
+uint64_t peer_mem_probe_addr(void);
+void peer_mem_release(struct peer_mem *pm);
+/* After a read: the process is still the peer (it has not exited, its pid not reused). */
 bool peer_mem_still_there(const struct peer_mem *pm);
 /* Writes the descriptor of iov into desc (PEER_MEM_DESC_LEN each); returns its length. */
 unsigned int peer_mem_describe(uint8_t *desc, const struct iovec *iov, int niov);
@@ -290,40 +322,17 @@ unsigned int peer_mem_describe(uint8_t *desc, const struct iovec *iov, int niov)
 int peer_mem_parse(const uint8_t *desc, uint64_t len, struct iovec *remote, int *nremote,
 		   uint64_t *total);
 
-/* conn.c */
-struct conn *conn_connect(struct emu_qp *qp);	/* engine thread */
-/* The stream, or NULL (fd closed); the fuzz harnesses read it at once (tests/fuzz). */
-struct conn *conn_accept(struct emu_engine *e, int fd, const struct sockaddr_in6 *peer);
-/* Sends one frame: header bytes then payload iovecs; queues what the socket won't take. */
-int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len,
-		    const struct iovec *payload, int niov);
-/*
- * Sends a batch. conn_send_batch takes c->tx_lock itself; a poster holding qp->lock may
- * instead conn_tx_lock(c), drop qp->lock (the stream cannot close under tx_lock: closing
- * needs both), then conn_send_batch_unlock(c, b), which sends and releases tx_lock.
- * Either way the batch's references are put afterwards with tx_batch_release().
- */
-/* Nothing of ours is queued, nor in the socket unsent (SIOCOUTQNSD; bytes the peer has but
- * has not acknowledged at the TCP level count as arrived): all we sent is with the peer. */
-bool conn_tx_drained(struct conn *c);
-void conn_tx_lock(struct conn *c);
-int conn_send_batch_unlock(struct conn *c, const struct tx_batch *b);
-int conn_send_batch(struct conn *c, const struct tx_batch *b);
-void tx_batch_release(struct tx_batch *b);
-void conn_close(struct conn *c);		/* engine thread */
-void conn_set_paused(struct conn *c, bool paused);	/* engine thread */
-/* The QP reached RTR: check the stream its peer opened and let its requests in. */
-void conn_bind_pending(struct emu_qp *qp);	/* engine thread, qp->lock held */
-/* Engine thread, no lock held: go on with frames already read into the staging buffer. */
-void conn_process_staged(struct conn *c);
-
 /* qp.c */
-void qp_error(struct emu_qp *qp, enum ibv_event_type event);	/* qp->lock held */
+/*
+ * The ways into ERR, all with qp->lock held. qp_to_error(): without an async event (the
+ * error is reported by a completion, or the application asked); qp_fatal(): with the
+ * affiliated asynchronous error event (IBTA 11.6.3); both flush every WQE. qp_flush():
+ * already in ERR, flushes what was posted since.
+ */
+void qp_to_error(struct emu_qp *qp);
+void qp_fatal(struct emu_qp *qp, enum ibv_event_type event);
+void qp_flush(struct emu_qp *qp);
 void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event);
-/* One async event record for libibverbs' ibv_get_async_event(), on the context's pipe;
- * counted in *raised (if not NULL) when written. */
-void async_event_write(int fd, uint64_t element, enum ibv_event_type event,
-		       _Atomic uint32_t *raised);
 /*
  * Takes the next receive WQE, from the QP's own queue or its SRQ, into *into (its sge array
  * holds EMU_MAX_SGE entries). need > 0: a WQE with less room stays queued (RECV_TOO_SHORT).
@@ -365,13 +374,17 @@ void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 void completer_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 		   struct rx_sink *sink);
 void completer_timer(struct emu_qp *qp);	/* engine thread, qp->lock held */
+/* The peer acknowledged our requests up to psn on its own request stream (BTH_ACKED). */
+void completer_acked(struct emu_qp *qp, uint32_t psn);	/* qp->lock held */
 /* Completes done WQEs from the oldest on; an error among them takes the QP to ERR. */
 void completer_advance(struct emu_qp *qp);	/* qp->lock held */
 
 /* ud.c: unreliable datagrams over UDP */
 void ud_on_datagram(struct io_watch *w, uint32_t revents);	/* engine thread */
-int ud_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
-int ud_socket_open(uint16_t port);
+int ud_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
+		 unsigned int *bad);
+/* A UD socket bound to addr (with its port): the fd, or -errno. */
+int ud_socket_open(const struct sockaddr_in6 *addr);
 
 /* srq.c: receive queues, and shared ones */
 int recv_queue_init(struct recv_queue *q, uint32_t depth, uint32_t max_sge);
@@ -397,9 +410,6 @@ ssize_t sink_recv(struct rx_sink *s, int fd, size_t n);
  */
 void sink_pull(struct rx_sink *s, pid_t pid, const struct iovec *remote, int nremote);
 uint64_t sge_total_length(const struct ibv_sge *sge, int num_sge);
-/* The process's memory-key table (the engine's). */
-struct mem_table *the_mem_table(void);
-struct emu_engine *the_engine_of_watch(struct io_watch *w);
 
 /* The transport bits of the opcodes a QP of this type sends and accepts. */
 static inline uint8_t qp_opcode_transport(enum ibv_qp_type type)

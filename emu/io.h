@@ -12,6 +12,7 @@
 #ifndef SOFTRDMA_EMU_IO_H
 #define SOFTRDMA_EMU_IO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define IO_IN	0x1u
@@ -22,6 +23,9 @@ struct io_watch {
 	int fd;
 	uint32_t events;	/* IO_IN | IO_OUT wanted */
 	void (*ready)(struct io_watch *w, uint32_t revents);
+	/* Between a successful add and its remove (engine.c keeps it, for both backends): a
+	 * watch never added, or already removed, is left alone by remove and update. */
+	bool added;
 	/* backend-private */
 	uint32_t slot;
 	uint32_t armed;

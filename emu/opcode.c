@@ -123,9 +123,10 @@ static void put32(uint8_t *p, uint32_t v)
 int wire_parse(const uint8_t *hdr, uint64_t frame_len, struct wire_packet *pkt)
 {
 	const struct wire_opcode_info *info = &wire_opcodes[hdr[0]];
+	unsigned int hdr_len = info->hdr_len;
 	uint32_t apsn;
 
-	if (!info->name || frame_len < info->hdr_len || frame_len > WIRE_MAX_FRAME)
+	if (!info->name || frame_len < hdr_len || frame_len > WIRE_MAX_FRAME)
 		return EPROTO;
 	memset(pkt, 0, sizeof(*pkt));
 	pkt->opcode = hdr[0];
@@ -135,7 +136,16 @@ int wire_parse(const uint8_t *hdr, uint64_t frame_len, struct wire_packet *pkt)
 	pkt->ack_req = apsn & BTH_ACK_REQ;
 	pkt->by_ref = apsn & BTH_BY_REF;
 	pkt->psn = apsn & BTH_PSN_MASK;
-	pkt->payload_len = frame_len - info->hdr_len;
+	if (apsn & BTH_ACKED) {
+		/* Only RC requests carry one, after all the standard headers. */
+		if ((hdr[0] & OP_TRANSPORT_MASK) != OP_TRANSPORT_RC || !(info->flags & OPF_REQUEST) ||
+		    frame_len < hdr_len + sizeof(struct wire_acketh))
+			return EPROTO;
+		pkt->acked = true;
+		pkt->acked_psn = get32(hdr + hdr_len) & BTH_PSN_MASK;
+		hdr_len += sizeof(struct wire_acketh);
+	}
+	pkt->payload_len = frame_len - hdr_len;
 	if (pkt->payload_len && !(info->flags & OPF_PAYLOAD))
 		return EPROTO;
 	if (info->flags & HDR_RETH) {
@@ -171,17 +181,20 @@ int wire_parse(const uint8_t *hdr, uint64_t frame_len, struct wire_packet *pkt)
 unsigned int wire_build(uint8_t *buf, const struct wire_packet *pkt)
 {
 	const struct wire_opcode_info *info = &wire_opcodes[pkt->opcode];
+	unsigned int hdr_len = info->hdr_len + (pkt->acked ? sizeof(struct wire_acketh) : 0);
 	uint8_t *hdr = buf + 4;
 
-	put32(buf, (uint32_t)(info->hdr_len + pkt->payload_len));
-	memset(hdr, 0, info->hdr_len);
+	put32(buf, (uint32_t)(hdr_len + pkt->payload_len));
+	memset(hdr, 0, hdr_len);
 	hdr[0] = pkt->opcode;
 	hdr[1] = pkt->solicited ? BTH_SE : 0;
 	hdr[2] = 0xff;	/* default P_Key */
 	hdr[3] = 0xff;
 	put32(hdr + 4, pkt->qpn & BTH_QPN_MASK);
 	put32(hdr + 8, (pkt->ack_req ? BTH_ACK_REQ : 0) | (pkt->by_ref ? BTH_BY_REF : 0) |
-			       (pkt->psn & BTH_PSN_MASK));
+			       (pkt->acked ? BTH_ACKED : 0) | (pkt->psn & BTH_PSN_MASK));
+	if (pkt->acked)
+		put32(hdr + info->hdr_len, pkt->acked_psn & BTH_PSN_MASK);
 	if (info->flags & HDR_RETH) {
 		put64(hdr + info->off_reth, pkt->va);
 		put32(hdr + info->off_reth + 8, pkt->rkey);
@@ -205,5 +218,5 @@ unsigned int wire_build(uint8_t *buf, const struct wire_packet *pkt)
 		put32(hdr + info->off_deth, pkt->qkey);
 		put32(hdr + info->off_deth + 4, pkt->src_qp & BTH_QPN_MASK);
 	}
-	return 4 + info->hdr_len;
+	return 4 + hdr_len;
 }

@@ -1,84 +1,193 @@
 // SPDX-License-Identifier: MIT
 /*
- * The same-host path. When both ends of a stream are processes of one host, a request's
- * payload need not cross TCP: the requester names where it lies in its own memory, and the
- * responder copies it straight into the target with process_vm_readv(2), after the same
- * checks as ever (sink.c). One copy instead of two, and no socket buffer in between.
+ * The same-host path. When both ends of an RC stream are processes of one host and one
+ * user, a request's payload need not cross TCP: the requester names where it lies in its
+ * own memory, and the responder copies it straight into the target with
+ * process_vm_readv(2), after the same checks as ever (sink.c). One copy instead of two.
  *
- * The requester offers it in its hello (its pid, and the address and value of a random
- * cookie in its memory); the responder takes it only if it can read that cookie through
- * process_vm_readv (same pid namespace, ptrace permission, no seccomp filter in the way),
- * and then says so with a PEER_MEMORY frame. Anything less keeps the stream on TCP.
+ * Who the requester is comes from the kernel, never from the wire: once a stream is
+ * verified, its responder asks the requester's engine over that engine's AF_UNIX socket
+ * (whose name the verified engine gave) whether the stream is its (HS_LOCAL_ASK). The
+ * kernel names the process behind the socket (SO_PEERCRED); only a process of our own user
+ * is asked, and it answers only for a stream of its own and only to a process of its own
+ * user (HS_LOCAL_ACCEPTED). A pidfd then watches that the process stays the same one: its
+ * pid cannot be taken over by another while the pidfd is unreadable. Then the responder
+ * says PEER_MEMORY on the stream, and the requester, which heard the question itself,
+ * starts sending large payloads by reference. Anything less keeps the stream on TCP.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <pthread.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "emu/internal.h"
 
-static uint8_t cookie[16];
-static pthread_once_t cookie_once = PTHREAD_ONCE_INIT;
-
-static void cookie_init(void)
-{
-	if (getrandom(cookie, sizeof(cookie), 0) != sizeof(cookie))
-		memset(cookie, 0, sizeof(cookie));	/* all-zero: never offered */
-}
-
-static bool path_enabled(void)
+bool peer_mem_enabled(void)
 {
 	const char *v = getenv("SOFTRDMA_SAME_HOST");
 
 	return !v || strcmp(v, "0");
 }
 
-bool peer_mem_offer(struct wire_hello *h)
+static void on_local_ready(struct io_watch *w, uint32_t revents)
 {
-	static const uint8_t zero[16];
+	struct emu_engine *e = container_of(w, struct emu_engine, local_watch);
 
-	pthread_once(&cookie_once, cookie_init);
-	if (!path_enabled() || !memcmp(cookie, zero, sizeof(zero)))
-		return false;
-	h->pid = htonl((uint32_t)getpid());
-	h->cookie_addr = htobe64((uint64_t)(uintptr_t)cookie);
-	memcpy(h->cookie, cookie, sizeof(cookie));
-	return true;
+	(void)revents;
+	for (int i = 0; i < 16; i++) {
+		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		handshake_local_accept(e, fd);
+	}
 }
 
-/* The cookie is still where the peer said, in process pm->pid: pm->pid is still the peer. */
-static bool cookie_matches(const struct peer_mem *pm)
+/* The engine's AF_UNIX socket in the abstract namespace, under a name nobody can guess. */
+static int open_local_socket(struct emu_engine *e)
 {
-	uint8_t seen[sizeof(pm->cookie)];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint64_t nonce;
+	size_t len;
+	int fd;
+
+	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+		return -1;
+	snprintf(e->local_name, sizeof(e->local_name), "softrdma-%d-%016llx", (int)getpid(),
+		 (unsigned long long)nonce);
+	len = strlen(e->local_name);
+	memcpy(sa.sun_path + 1, e->local_name, len);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) || listen(fd, 256)) {
+		close(fd);
+		return -1;
+	}
+	e->local_watch = (struct io_watch){ .fd = fd, .events = IO_IN, .ready = on_local_ready };
+	if (engine_watch(e, &e->local_watch)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+const char *peer_mem_local_name(struct emu_engine *e)
+{
+	if (!peer_mem_enabled())
+		return NULL;
+	if (e->local_fd < 0 && !e->local_failed) {
+		e->local_fd = open_local_socket(e);
+		e->local_failed = e->local_fd < 0;
+	}
+	return e->local_fd >= 0 ? e->local_name : NULL;
+}
+
+void peer_mem_stop(struct emu_engine *e)
+{
+	if (e->local_fd < 0)
+		return;
+	engine_unwatch(e, &e->local_watch);
+	close(e->local_fd);
+	e->local_fd = -1;
+}
+
+/* Tells the requester that its payloads may stay where they are. */
+static void tell_peer_memory(struct conn *c)
+{
+	struct wire_packet pkt = { .opcode = OP_PEER_MEMORY, .qpn = c->hello_src_qpn };
+	uint8_t hdr[4 + WIRE_MAX_HDR];
+
+	conn_send_frame(c, hdr, wire_build(hdr, &pkt));
+}
+
+static const char probe[16] = WIRE_PROBE;
+
+uint64_t peer_mem_probe_addr(void)
+{
+	return (uint64_t)(uintptr_t)probe;
+}
+
+/* The process's start time (field 22 of /proc/PID/stat), 0 if it cannot be read. */
+static uint64_t start_time(pid_t pid)
+{
+	char path[32], buf[1024], *p;
+	unsigned long long t = 0;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* After the command's name, which may hold anything, ")" and fields 3 to 21. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &t) != 1)
+		return 0;
+	return t;
+}
+
+/* Whether process_vm_readv(2) reaches pid's memory: ptrace rules or seccomp may refuse. */
+static bool can_read(pid_t pid, uint64_t probe_addr)
+{
+	char seen[sizeof(probe)];
 	struct iovec local = { .iov_base = seen, .iov_len = sizeof(seen) };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)pm->cookie_addr,
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)probe_addr,
 				.iov_len = sizeof(seen) };
 
-	return process_vm_readv(pm->pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(seen) &&
-	       !memcmp(seen, pm->cookie, sizeof(seen));
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(seen) &&
+	       !memcmp(seen, probe, sizeof(seen));
 }
 
-bool peer_mem_accept(const struct wire_hello *h, struct peer_mem *pm)
+void peer_mem_grant(struct conn *c, pid_t pid, uint64_t probe_addr)
 {
-	memset(pm, 0, sizeof(*pm));
-	pm->pid = (pid_t)ntohl(h->pid);
-	pm->cookie_addr = be64toh(h->cookie_addr);
-	memcpy(pm->cookie, h->cookie, sizeof(pm->cookie));
-	if (pm->pid <= 0 || !path_enabled() || !cookie_matches(pm)) {
-		pm->pid = 0;
-		return false;
+	struct peer_mem pm = { .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0) };
+
+	/* Without pidfds (valgrind does not know them, nor do old kernels), /proc's start
+	 * time tells a process from a later one with its pid. */
+	if (pm.pidfd < 0 && !(pm.start_time = start_time(pid)))
+		return;
+	/* Still the process the kernel named (it has not exited), and readable. */
+	if (c->state == CONN_CLOSED || !peer_mem_still_there(&pm) || !can_read(pid, probe_addr)) {
+		peer_mem_release(&pm);
+		return;
 	}
-	return true;
+	c->peer_mem = pm;
+	tell_peer_memory(c);
+}
+
+void peer_mem_release(struct peer_mem *pm)
+{
+	if (pm->pidfd >= 0)
+		close(pm->pidfd);
+	pm->pid = 0;
+	pm->pidfd = -1;
 }
 
 bool peer_mem_still_there(const struct peer_mem *pm)
 {
-	return cookie_matches(pm);
+	struct pollfd p = { .fd = pm->pidfd, .events = POLLIN };
+
+	if (pm->pidfd < 0)
+		return start_time(pm->pid) == pm->start_time;
+	/* A pidfd turns readable when its process exits. */
+	return poll(&p, 1, 0) == 0;
 }
 
 unsigned int peer_mem_describe(uint8_t *desc, const struct iovec *iov, int niov)

@@ -49,12 +49,12 @@ static void grant_wqe_room(struct ibv_qp_cap *cap)
 
 static void free_queues(struct emu_qp *qp)
 {
-	if (qp->sq)
+	if (qp->sq.wqe)
 		for (uint32_t i = 0; i < qp->cap.max_send_wr; i++) {
-			free(qp->sq[i].sge);
-			free(qp->sq[i].inline_buf);
+			free(qp->sq.wqe[i].sge);
+			free(qp->sq.wqe[i].inline_buf);
 		}
-	free(qp->sq);
+	free(qp->sq.wqe);
 	recv_queue_free(&qp->rq);
 }
 
@@ -63,13 +63,13 @@ static int alloc_queues(struct emu_qp *qp)
 	/* At least one SGE per WQE: a WR with one SGE is always valid to post. */
 	uint32_t ssge = qp->cap.max_send_sge ? qp->cap.max_send_sge : 1;
 
-	qp->sq = calloc(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1, sizeof(*qp->sq));
-	if (!qp->sq || recv_queue_init(&qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge))
+	qp->sq.wqe = calloc(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1, sizeof(*qp->sq.wqe));
+	if (!qp->sq.wqe || recv_queue_init(&qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge))
 		return ENOMEM;
 	for (uint32_t i = 0; i < qp->cap.max_send_wr; i++) {
-		qp->sq[i].sge = calloc(ssge, sizeof(struct ibv_sge));
-		qp->sq[i].inline_buf = malloc(qp->cap.max_inline_data ? qp->cap.max_inline_data : 1);
-		if (!qp->sq[i].sge || !qp->sq[i].inline_buf)
+		qp->sq.wqe[i].sge = calloc(ssge, sizeof(struct ibv_sge));
+		qp->sq.wqe[i].inline_buf = malloc(qp->cap.max_inline_data ? qp->cap.max_inline_data : 1);
+		if (!qp->sq.wqe[i].sge || !qp->sq.wqe[i].inline_buf)
 			return ENOMEM;
 	}
 	return 0;
@@ -103,7 +103,7 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 	qp->recv_cq = init->recv_cq;
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->cap = init->cap;
-	qp->cur_recv.sge = qp->cur_recv_sge;
+	qp->resp.cur_recv.sge = qp->resp.cur_recv_sge;
 	ret = alloc_queues(qp);
 	if (!ret)
 		ret = engine_register_qp(e, qp);
@@ -114,6 +114,7 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 		return ret;
 	}
 	qp->faults = fault_attach(qp->qpn);
+	counters_qp_register(&qp->counters, qp->qpn);
 	qp->srq = init->srq;
 	if (qp->srq)
 		srq_attach(qp->srq);
@@ -121,21 +122,14 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 	return 0;
 }
 
-static void close_streams(struct emu_qp *qp)
-{
-	if (qp->req_conn)
-		conn_close(qp->req_conn);
-	if (qp->resp_conn)
-		conn_close(qp->resp_conn);
-}
-
 static void destroy_on_engine(void *arg)
 {
 	struct emu_qp *qp = arg;
 
 	engine_unregister_qp(qp->engine, qp);
+	counters_qp_unregister(&qp->counters);
 	pthread_mutex_lock(&qp->lock);
-	close_streams(qp);
+	qp_streams_close(qp);
 	pthread_mutex_unlock(&qp->lock);
 }
 
@@ -167,8 +161,8 @@ enum ibv_qp_state emu_qp_state(struct emu_qp *qp)
 	return s;
 }
 
-void async_event_write(int fd, uint64_t element, enum ibv_event_type event,
-		       _Atomic uint32_t *raised)
+void emu_async_event(int fd, uint64_t element, enum ibv_event_type event,
+		     _Atomic uint32_t *raised)
 {
 	struct uverbs_async_event ev = { .element = element, .event_type = event };
 
@@ -185,7 +179,7 @@ void async_event_write(int fd, uint64_t element, enum ibv_event_type event,
 
 void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event)
 {
-	async_event_write(qp->async_fd, qp->handle, event, qp->events_raised);
+	emu_async_event(qp->async_fd, qp->handle, event, qp->events_raised);
 }
 
 enum recv_take qp_take_recv(struct emu_qp *qp, uint64_t need, struct recv_wqe *into)
@@ -209,10 +203,12 @@ void qp_complete_send(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_statu
 		.qp_num = qp->qpn,
 	};
 
+	if (status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND)
+		qp_counter_add(&qp->counters, EMU_CNT_RDMA_SENDS, 1);
 	if (status == IBV_WC_SUCCESS && !wqe->signaled)
 		return;
 	if (!emu_cq_push(qp->send_cq, &wc, false) && qp->state != IBV_QPS_ERR)
-		qp_error(qp, IBV_EVENT_QP_FATAL);
+		qp_fatal(qp, IBV_EVENT_QP_FATAL);
 }
 
 void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
@@ -233,9 +229,10 @@ void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_w
 		wc.invalidated_rkey = ex;
 	else
 		wc.imm_data = ex;
-
+	if (st == IBV_WC_SUCCESS && op == IBV_WC_RECV)
+		qp_counter_add(&qp->counters, EMU_CNT_RDMA_RECVS, 1);
 	if (!emu_cq_push(qp->recv_cq, &wc, solicited) && qp->state != IBV_QPS_ERR)
-		qp_error(qp, IBV_EVENT_QP_FATAL);
+		qp_fatal(qp, IBV_EVENT_QP_FATAL);
 }
 
 static void flush_queues(struct emu_qp *qp)
@@ -243,18 +240,18 @@ static void flush_queues(struct emu_qp *qp)
 	struct ibv_sge sge[EMU_MAX_SGE];
 	struct recv_wqe flushed = { .sge = sge };
 
-	while (qp->sq_tail != qp->sq_head) {
-		struct send_wqe *wqe = &qp->sq[qp->sq_tail % qp->cap.max_send_wr];
+	while (qp->comp.tail != qp->sq.head) {
+		struct send_wqe *wqe = &qp->sq.wqe[qp->comp.tail % qp->cap.max_send_wr];
 
-		qp->sq_tail++;
-		/* Flushed work always completes, signaled or not (IBTA C10-?): it failed. */
+		qp->comp.tail++;
+		/* Flushed work always completes, signaled or not: it failed, and failures always show. */
 		qp_complete_send(qp, wqe, IBV_WC_WR_FLUSH_ERR);
 	}
-	qp->sq_next = qp->sq_head;
-	qp->rd_atomic_out = 0;
-	if (qp->have_cur_recv) {
-		qp->have_cur_recv = false;
-		qp_complete_recv(qp, &qp->cur_recv, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0,
+	qp->req.next = qp->sq.head;
+	qp->req.rd_atomic_out = 0;
+	if (qp->resp.have_cur_recv) {
+		qp->resp.have_cur_recv = false;
+		qp_complete_recv(qp, &qp->resp.cur_recv, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0,
 				 false);
 	}
 	/* An SRQ's WQEs belong to every QP that uses it: they stay for the others. */
@@ -263,14 +260,15 @@ static void flush_queues(struct emu_qp *qp)
 				 false);
 }
 
-void qp_error(struct emu_qp *qp, enum ibv_event_type event)
+/* Into ERR: the async event (if raise and not in ERR already), then every WQE flushed. */
+static void enter_error(struct emu_qp *qp, bool raise, enum ibv_event_type event)
 {
 	bool was_error = qp->state == IBV_QPS_ERR;
 
 	qp->state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
-	qp->timer_ns = 0;
-	if (!was_error && event != (enum ibv_event_type)-1)
+	qp->comp.timer_ns = 0;
+	if (!was_error && raise)
 		qp_raise_event(qp, event);
 	flush_queues(qp);
 	/* Nothing more will be taken from the SRQ for this QP (rxe's flush_recv_queue()). */
@@ -278,24 +276,40 @@ void qp_error(struct emu_qp *qp, enum ibv_event_type event)
 		qp_raise_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
+void qp_to_error(struct emu_qp *qp)
+{
+	enter_error(qp, false, IBV_EVENT_QP_FATAL);
+}
+
+void qp_fatal(struct emu_qp *qp, enum ibv_event_type event)
+{
+	enter_error(qp, true, event);
+}
+
+void qp_flush(struct emu_qp *qp)
+{
+	flush_queues(qp);
+}
+
 void qp_arm_timer(struct emu_qp *qp, int kind, uint64_t delay_ns)
 {
-	qp->timer_kind = kind;
-	qp->timer_ns = engine_now_ns() + (delay_ns ? delay_ns : 1);
-	engine_timer_changed(qp->engine, qp->timer_ns);
+	qp->comp.timer_kind = kind;
+	qp->comp.timer_ns = engine_now_ns() + (delay_ns ? delay_ns : 1);
+	engine_timer_changed(qp->engine, qp->comp.timer_ns);
 }
 
 void qp_conn_lost(struct emu_qp *qp, struct conn *c)
 {
-	if (c != qp->req_conn)
+	if (c != qp->streams.req)
 		return;
 	/* Whatever was in flight is sent again on a new stream; PSNs stay, so the
 	 * responder recognises what it already executed. */
-	qp->sq_next = qp->sq_tail;
-	qp->rd_atomic_out = 0;
-	for (uint32_t i = qp->sq_tail; i != qp->sq_head; i++)
-		qp->sq[i % qp->cap.max_send_wr].sent = false;
-	if (qp->sq_tail != qp->sq_head && qp->state == IBV_QPS_RTS && !qp->timer_ns)
+	qp->req.next = qp->comp.tail;
+	qp->req.rd_atomic_out = 0;
+	for (uint32_t i = qp->comp.tail; i != qp->sq.head; i++)
+		if (qp->sq.wqe[i % qp->cap.max_send_wr].state == WQE_SENT)
+			qp->sq.wqe[i % qp->cap.max_send_wr].state = WQE_QUEUED;
+	if (qp->comp.tail != qp->sq.head && qp->state == IBV_QPS_RTS && !qp->comp.timer_ns)
 		qp_arm_timer(qp, TIMER_CONNECT, qp_retry_interval_ns(qp));
 }
 
@@ -340,11 +354,11 @@ static void apply_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int m
 				&qp->peer_addr);
 	if (mask & IBV_QP_RQ_PSN) {
 		a->rq_psn = attr->rq_psn & QP_PSN_MASK;
-		qp->epsn = a->rq_psn;
+		qp->resp.epsn = a->rq_psn;
 	}
 	if (mask & IBV_QP_SQ_PSN) {
 		a->sq_psn = attr->sq_psn & QP_PSN_MASK;
-		qp->next_psn = a->sq_psn;
+		qp->req.psn = a->sq_psn;
 	}
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
 		a->max_rd_atomic = attr->max_rd_atomic;
@@ -356,11 +370,11 @@ static void apply_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int m
 		a->timeout = attr->timeout;
 	if (mask & IBV_QP_RETRY_CNT) {
 		a->retry_cnt = attr->retry_cnt;
-		qp->retries_left = attr->retry_cnt;
+		qp->comp.retries_left = attr->retry_cnt;
 	}
 	if (mask & IBV_QP_RNR_RETRY) {
 		a->rnr_retry = attr->rnr_retry;
-		qp->rnr_retries_left = attr->rnr_retry;
+		qp->comp.rnr_retries_left = attr->rnr_retry;
 	}
 	if (mask & IBV_QP_SQ_PSN)
 		a->sq_psn = attr->sq_psn & QP_PSN_MASK;
@@ -368,15 +382,15 @@ static void apply_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int m
 
 static void reset_qp(struct emu_qp *qp)
 {
-	qp->sq_head = qp->sq_next = qp->sq_tail = 0;
+	qp->sq.head = qp->req.next = qp->comp.tail = 0;
 	recv_queue_clear(&qp->rq);
-	qp->rd_atomic_out = 0;
-	qp->have_cur_recv = false;
-	qp->rnr_dropping = false;
-	qp->ack_pending = false;
-	qp->atomics_done = 0;
-	qp->timer_ns = 0;
-	qp->msn = 0;
+	qp->req.rd_atomic_out = 0;
+	qp->resp.have_cur_recv = false;
+	qp->resp.rnr_dropping = false;
+	qp->resp.ack_pending = false;
+	qp->resp.atomics_done = 0;
+	qp->comp.timer_ns = 0;
+	qp->resp.msn = 0;
 	memset(&qp->attr, 0, sizeof(qp->attr));
 }
 
@@ -394,17 +408,16 @@ static void transition_on_engine(void *arg)
 	pthread_mutex_lock(&qp->lock);
 	switch (t->next) {
 	case IBV_QPS_RESET:
-		close_streams(qp);
+		qp_streams_close(qp);
 		break;
 	case IBV_QPS_RTR:
-		conn_bind_pending(qp);
+		qp_stream_bind_pending(qp);
 		break;
 	case IBV_QPS_RTS:
 		if (!qp_is_connected(qp))
 			break;
-		conn_bind_pending(qp);
-		if (!qp->req_conn && qp->state == IBV_QPS_RTS)
-			qp->req_conn = conn_connect(qp);
+		qp_stream_bind_pending(qp);
+		qp_stream_open(qp);
 		requester_progress(qp);
 		break;
 	default:
@@ -435,9 +448,8 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int attr_ma
 	} else {
 		apply_attrs(qp, attr, attr_mask, sgid);
 	}
-	qp->attr_mask_seen |= attr_mask;
 	if (next == IBV_QPS_ERR) {
-		qp_error(qp, (enum ibv_event_type)-1);	/* asked for: no async event */
+		qp_to_error(qp);	/* asked for: no async event */
 	} else {
 		qp->state = next;
 		qp->attr.qp_state = next;
@@ -478,7 +490,7 @@ int emu_qp_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_
 		if (ret)
 			break;
 		if (qp->state == IBV_QPS_ERR)
-			flush_queues(qp);
+			qp_flush(qp);
 	}
 	if (ret)
 		*bad_wr = wr;

@@ -9,27 +9,53 @@
 #include <infiniband/verbs.h>
 
 #include "emu/cq.h"
+#include "emu/mr.h"
 #include "emu/qp_state.h"
 
 struct emu_engine;
 struct emu_qp;
 struct emu_srq;
 
-/* A UD address handle: the provider allocates it, the engine reads where it points. */
-struct emu_ah {
-	struct ibv_ah ibv_ah;		/* what the application holds */
+/* Where a UD datagram goes: what an address handle resolves to (the provider keeps it). */
+struct emu_av {
 	uint8_t dgid[16];
 	uint8_t sgid[16];		/* the GID at ah_attr.grh.sgid_index */
 	uint8_t hop_limit;
 	uint8_t traffic_class;
 };
-struct mem_table;
-struct mem_region;
 
-/* A memory window as the provider allocates it: the engine binds the window it points to. */
-struct emu_mw {
-	struct ibv_mw ibv_mw;		/* what the application holds */
-	struct mem_region *window;	/* its slot in the key table (emu/mr.h) */
+/*
+ * A send work request in the engine's terms. The provider translates every ibv_send_wr
+ * (and every request the ibv_wr_* builders make) into one at post time, as rdma-core's rxe
+ * provider does (convert_send_wr), so the engine never reads an application's object.
+ */
+struct emu_send_wr {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags;
+	uint32_t imm_data;		/* network order, as in ibv_send_wr */
+	uint32_t invalidate_rkey;	/* SEND_WITH_INV, LOCAL_INV */
+	int num_sge;
+	const struct ibv_sge *sg_list;	/* read at post time only */
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+		} rdma;
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+			uint64_t compare_add, swap;
+		} atomic;
+		struct {
+			const struct emu_av *av;	/* read at post time only */
+			uint32_t remote_qpn, remote_qkey;
+		} ud;
+		struct {
+			struct mem_region *window;
+			struct mw_bind_req req;	/* the engine fills qp_pd_handle and qpn */
+		} bind;
+	};
 };
 
 /* The process's engine, started on first use and stopped with its last user. */
@@ -37,6 +63,16 @@ int emu_engine_get(struct emu_engine **out);
 void emu_engine_put(struct emu_engine *e);
 struct mem_table *emu_engine_mem(struct emu_engine *e);
 const char *emu_engine_backend(struct emu_engine *e);
+
+/*
+ * Writes one async event record for libibverbs' ibv_get_async_event() to fd, the write end
+ * of the device context's event pipe: the one writer of every event, the engine's and the
+ * provider's. element is the ibv_qp/ibv_cq/ibv_srq pointer the event names. A record
+ * written is counted in *raised, if not NULL: the provider's destroy settles the object's
+ * events with it (provider/events.c).
+ */
+void emu_async_event(int fd, uint64_t element, enum ibv_event_type event,
+		     _Atomic uint32_t *raised);
 
 struct emu_qp_init {
 	enum ibv_qp_type type;
@@ -59,7 +95,13 @@ enum ibv_qp_state emu_qp_state(struct emu_qp *qp);
 int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int attr_mask,
 		  const struct qp_attr_limits *lim, const uint8_t sgid[16]);
 int emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init);
-int emu_qp_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+/*
+ * Posts n work requests, all or none: on an error nothing is queued and *bad is the index
+ * of the first WR refused. 0, EINVAL (a WR this QP cannot take, or the QP's state), ENOMEM
+ * (no room in the send queue).
+ */
+int emu_qp_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
+		     unsigned int *bad);
 int emu_qp_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
 #endif

@@ -53,7 +53,7 @@ static uint8_t request_opcode(const struct emu_qp *qp, const struct wr_kind *k)
 	return qp_opcode_transport(qp->type) | (k->wire_op & ~OP_TRANSPORT_MASK);
 }
 
-static int validate_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *length)
+static int validate_wr(struct emu_qp *qp, const struct emu_send_wr *wr, uint64_t *length)
 {
 	const struct wr_kind *k = wr_kind(wr->opcode);
 	bool is_inline = wr->send_flags & IBV_SEND_INLINE;
@@ -67,7 +67,7 @@ static int validate_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t
 	if (k && k->local) {
 		/* No data: the SGEs are not looked at (rxe ignores them too). */
 		*length = 0;
-		return wr->opcode == IBV_WR_BIND_MW && !wr->bind_mw.mw ? EINVAL : 0;
+		return wr->opcode == IBV_WR_BIND_MW && !wr->bind.window ? EINVAL : 0;
 	}
 	/* Inline data is copied at post time and needs no SGE slots: only its size counts. */
 	if (!k || wr->num_sge < 0 ||
@@ -84,12 +84,11 @@ static int validate_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t
 	return 0;
 }
 
-static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t length)
+static void queue_wr(struct emu_qp *qp, const struct emu_send_wr *wr, uint64_t length)
 {
-	struct send_wqe *wqe = &qp->sq[qp->sq_head % qp->cap.max_send_wr];
+	struct send_wqe *wqe = &qp->sq.wqe[qp->sq.head % qp->cap.max_send_wr];
 
 	wqe->wr = *wr;
-	wqe->wr.next = NULL;
 	wqe->wr.sg_list = wqe->sge;
 	if (wr_kind(wr->opcode)->local) {
 		wqe->wr.num_sge = 0;
@@ -112,46 +111,36 @@ static void queue_wr(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t l
 	if (wr_kind(wr->opcode)->local) {
 		wqe->psn = WQE_NO_PSN;
 	} else {
-		wqe->psn = qp->next_psn;
-		qp->next_psn = (qp->next_psn + 1) & BTH_PSN_MASK;
+		wqe->psn = qp->req.psn;
+		qp->req.psn = (qp->req.psn + 1) & BTH_PSN_MASK;
 	}
 	if (wr->opcode == IBV_WR_BIND_MW) {
-		const struct ibv_mw_bind_info *info = &wr->bind_mw.bind_info;
-
-		wqe->bind_window = ((const struct emu_mw *)wr->bind_mw.mw)->window;
-		wqe->bind = (struct mw_bind_req){
-			.new_rkey = wr->bind_mw.rkey,
-			.has_mr = info->mr != NULL,
-			.mr_lkey = info->mr ? info->mr->lkey : 0,
-			.addr = info->addr,
-			.length = info->length,
-			.access = (int)info->mw_access_flags,
-			.qp_pd_handle = qp->pd_handle,
-			.qpn = qp->qpn,
-		};
+		wqe->wr.bind.req.qp_pd_handle = qp->pd_handle;
+		wqe->wr.bind.req.qpn = qp->qpn;
 	}
-	wqe->sent = false;
-	wqe->done = false;
+	wqe->state = WQE_QUEUED;
 	wqe->status = IBV_WC_SUCCESS;
 	wqe->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	qp->sq_head++;
+	qp->sq.head++;
 }
 
 void requester_rewind(struct emu_qp *qp, uint32_t psn)
 {
-	uint32_t i = qp->sq_tail;
+	uint32_t i = qp->comp.tail;
 
-	while (i != qp->sq_next && qp->sq[i % qp->cap.max_send_wr].psn != psn)
+	while (i != qp->req.next && qp->sq.wqe[i % qp->cap.max_send_wr].psn != psn)
 		i++;
-	qp->sq_next = i;
-	qp->rd_atomic_out = 0;
-	for (uint32_t j = qp->sq_tail; j != qp->sq_head; j++) {
-		struct send_wqe *w = &qp->sq[j % qp->cap.max_send_wr];
+	qp->req.next = i;
+	qp->req.rd_atomic_out = 0;
+	for (uint32_t j = qp->comp.tail; j != qp->sq.head; j++) {
+		struct send_wqe *w = &qp->sq.wqe[j % qp->cap.max_send_wr];
 
-		if (j - qp->sq_tail >= i - qp->sq_tail)
-			w->sent = false;
-		else if (w->sent && !w->done && wr_kind(w->wr.opcode)->read_atomic)
-			qp->rd_atomic_out++;
+		if (w->state == WQE_DONE)
+			continue;
+		if (j - qp->comp.tail >= i - qp->comp.tail)
+			w->state = WQE_QUEUED;
+		else if (w->state == WQE_SENT && wr_kind(w->wr.opcode)->read_atomic)
+			qp->req.rd_atomic_out++;
 	}
 }
 
@@ -162,23 +151,37 @@ void requester_rewind(struct emu_qp *qp, uint32_t psn)
 static void finish_here(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status)
 {
 	wqe->status = status;
-	wqe->done = true;
-	wqe->sent = true;
-	qp->sq_next++;
+	wqe->state = WQE_DONE;
+	qp->req.next++;
 	completer_advance(qp);
 }
 
-/* Payload iovecs of wqe, each held by a reference until sent; false on a bad lkey. */
-static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct iovec *iov, int *niov,
-			   struct mem_region **refs, enum ibv_wc_status *status)
+/* A WQE's payload, gathered: where each piece is now, and where it is named by its key. */
+struct gathered {
+	int n;
+	struct iovec iov[EMU_MAX_SGE];
+	struct tx_piece piece[EMU_MAX_SGE];
+	struct mem_region *refs[EMU_MAX_SGE];	/* held until sent */
+};
+
+static void put_gathered(struct gathered *g)
 {
-	*niov = 0;
+	while (g->n)
+		if (g->refs[--g->n])
+			mr_put(g->refs[g->n]);
+}
+
+/* The payload of wqe, each SGE's lkey checked; false (and *status) on a bad one. */
+static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct gathered *g,
+			   enum ibv_wc_status *status)
+{
+	g->n = 0;
 	if (wqe->wr.send_flags & IBV_SEND_INLINE) {
 		if (wqe->length) {
-			iov[0].iov_base = wqe->inline_buf;
-			iov[0].iov_len = wqe->length;
-			refs[0] = NULL;
-			*niov = 1;
+			g->iov[0] = (struct iovec){ wqe->inline_buf, wqe->length };
+			g->piece[0].source = TX_COPY;
+			g->refs[0] = NULL;
+			g->n = 1;
 		}
 		return true;
 	}
@@ -189,31 +192,33 @@ static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct iovec
 
 		if (!sge->length)
 			continue;
-		r = mr_check_local_access(the_mem_table(), sge->lkey, qp->pd_handle, 0, sge->addr,
-					  sge->length, &refs[*niov], &host);
+		r = mr_check_local_access(qp->engine->mem, sge->lkey, qp->pd_handle, 0, sge->addr,
+					  sge->length, &g->refs[g->n], &host);
 		if (r != MEM_ACCESS_OK) {
-			while (*niov)
-				if (refs[--*niov])
-					mr_put(refs[*niov]);
+			put_gathered(g);
 			*status = mem_access_local_wc_status(r);
 			return false;
 		}
-		iov[*niov].iov_base = host;
-		iov[*niov].iov_len = sge->length;
-		(*niov)++;
+		g->iov[g->n] = (struct iovec){ host, sge->length };
+		g->piece[g->n] = (struct tx_piece){ .source = TX_LOCAL_MR, .key = sge->lkey,
+						    .pd_handle = qp->pd_handle, .addr = sge->addr };
+		g->n++;
 	}
 	return true;
 }
 
 static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct wire_packet *pkt)
 {
-	const struct ibv_send_wr *wr = &wqe->wr;
+	const struct emu_send_wr *wr = &wqe->wr;
 
 	memset(pkt, 0, sizeof(*pkt));
 	pkt->opcode = request_opcode(qp, wr_kind(wr->opcode));
 	pkt->qpn = qp->attr.dest_qp_num;
 	pkt->psn = wqe->psn;
 	pkt->ack_req = true;
+	/* What our responder has done of the peer's requests rides along (BTH_ACKED). */
+	pkt->acked = qp->type == IBV_QPT_RC;
+	pkt->acked_psn = (qp->resp.epsn - 1) & BTH_PSN_MASK;
 	pkt->solicited = wr->send_flags & IBV_SEND_SOLICITED;
 	pkt->imm = wr->imm_data;
 	pkt->inv_rkey = wr->invalidate_rkey;
@@ -221,17 +226,17 @@ static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct 
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
-		pkt->va = wr->wr.rdma.remote_addr;
-		pkt->rkey = wr->wr.rdma.rkey;
+		pkt->va = wr->rdma.remote_addr;
+		pkt->rkey = wr->rdma.rkey;
 		pkt->dma_len = (uint32_t)wqe->length;
 		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		pkt->va = wr->wr.atomic.remote_addr;
-		pkt->rkey = wr->wr.atomic.rkey;
-		pkt->swap_add = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap :
-									    wr->wr.atomic.compare_add;
-		pkt->compare = wr->wr.atomic.compare_add;
+		pkt->va = wr->atomic.remote_addr;
+		pkt->rkey = wr->atomic.rkey;
+		pkt->swap_add = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->atomic.swap :
+									    wr->atomic.compare_add;
+		pkt->compare = wr->atomic.compare_add;
 		break;
 	default:
 		break;
@@ -244,28 +249,11 @@ static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct 
 static enum ibv_wc_status do_local_op(struct emu_qp *qp, struct send_wqe *wqe)
 {
 	if (wqe->wr.opcode == IBV_WR_BIND_MW)
-		return mw_bind(the_mem_table(), wqe->bind_window, &wqe->bind) ?
+		return mw_bind(qp->engine->mem, wqe->wr.bind.window, &wqe->wr.bind.req) ?
 		       IBV_WC_MW_BIND_ERR : IBV_WC_SUCCESS;
 	/* As rxe: what cannot be invalidated is a local QP operation error. */
-	return mw_invalidate(the_mem_table(), wqe->wr.invalidate_rkey, qp->pd_handle, false, 0) ?
+	return mw_invalidate(qp->engine->mem, wqe->wr.invalidate_rkey, qp->pd_handle, false, 0) ?
 	       IBV_WC_LOC_QP_OP_ERR : IBV_WC_SUCCESS;
-}
-
-struct connect_call {
-	struct engine_call call;
-	struct emu_qp *qp;
-};
-
-static void connect_on_engine(void *arg)
-{
-	struct emu_qp *qp = arg;
-
-	pthread_mutex_lock(&qp->lock);
-	qp->connect_pending = false;
-	if (!qp->req_conn && qp->state == IBV_QPS_RTS)
-		qp->req_conn = conn_connect(qp);
-	requester_progress(qp);
-	pthread_mutex_unlock(&qp->lock);
 }
 
 /*
@@ -276,27 +264,26 @@ static void connect_on_engine(void *arg)
 static bool by_reference(const struct emu_qp *qp, const struct send_wqe *wqe,
 			 const struct wr_kind *k)
 {
-	return k->has_payload && qp->req_conn->peer_reads && wqe->length >= PEER_MEM_MIN &&
+	return k->has_payload && qp->streams.req->peer_reads && wqe->length >= PEER_MEM_MIN &&
 	       !(wqe->wr.send_flags & IBV_SEND_INLINE);
 }
 
 /* Adds the frame built in b->hdr[b->nframes] for pkt: headers, then the payload or its
  * descriptor (b->desc[b->nframes]); b holds the payload's references until it is sent. */
 static void batch_add(struct tx_batch *b, unsigned int hdr_len, const struct wire_packet *pkt,
-		      const struct iovec *iov, int niov, struct mem_region *const *refs)
+		      const struct gathered *g)
 {
-	b->iov[b->niov].iov_base = b->hdr[b->nframes];
-	b->iov[b->niov++].iov_len = hdr_len;
+	tx_batch_add_copy(b, b->hdr[b->nframes], hdr_len);
 	if (pkt->by_ref) {
-		b->iov[b->niov].iov_base = b->desc[b->nframes];
-		b->iov[b->niov++].iov_len = pkt->payload_len;
+		tx_batch_add_copy(b, b->desc[b->nframes], pkt->payload_len);
+		for (int i = 0; i < g->n; i++)
+			if (g->refs[i])
+				b->refs[b->nrefs++] = g->refs[i];
 	} else {
-		for (int i = 0; i < niov; i++)
-			b->iov[b->niov++] = iov[i];
+		for (int i = 0; i < g->n; i++)
+			tx_batch_add_mem(b, g->iov[i].iov_base, g->iov[i].iov_len, &g->piece[i],
+					 g->refs[i]);
 	}
-	for (int i = 0; i < niov; i++)
-		if (refs[i])
-			b->refs[b->nrefs++] = refs[i];
 	b->nframes++;
 }
 
@@ -304,8 +291,22 @@ static void batch_add(struct tx_batch *b, unsigned int hdr_len, const struct wir
 static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
 {
 	if (b->nframes)
-		conn_send_batch(qp->req_conn, b);	/* a broken stream resends from the oldest WQE */
+		conn_send_batch(qp->streams.req, b);	/* a broken stream resends from the oldest WQE */
 	tx_batch_release(b);
+}
+
+/* The stream to send on, opened if need be; NULL: not yet (its opening is under way). */
+static struct conn *request_stream(struct emu_qp *qp)
+{
+	if (qp->streams.req)
+		return qp->streams.req;
+	if (qp->comp.timer_ns && qp->comp.timer_kind == TIMER_CONNECT)
+		return NULL;	/* the retry timer reconnects */
+	if (engine_on_thread(qp->engine))
+		qp_stream_open(qp);
+	else
+		qp_stream_open_later(qp);
+	return qp->streams.req;
 }
 
 /*
@@ -315,38 +316,21 @@ static void flush_batch(struct emu_qp *qp, struct tx_batch *b)
  */
 static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int budget)
 {
-	if (qp->state != IBV_QPS_RTS || qp->sq_next == qp->sq_head)
+	struct conn *c;
+
+	if (qp->state != IBV_QPS_RTS || qp->req.next == qp->sq.head || !(c = request_stream(qp)))
 		return;
-	if (!qp->req_conn) {
-		if (qp->timer_ns && qp->timer_kind == TIMER_CONNECT)
-			return;	/* the retry timer reconnects */
-		if (engine_on_thread(qp->engine)) {
-			qp->req_conn = conn_connect(qp);
-			if (!qp->req_conn)
-				return;
-		} else {
-			if (!qp->connect_pending) {
-				qp->connect_pending = true;
-				qp->connect_call.fn = connect_on_engine;
-				qp->connect_call.arg = qp;
-				engine_call_async(qp->engine, &qp->connect_call);
-			}
-			return;
-		}
-	}
-	while (qp->sq_next != qp->sq_head && budget) {
-		struct send_wqe *wqe = &qp->sq[qp->sq_next % qp->cap.max_send_wr];
+	while (qp->req.next != qp->sq.head && budget) {
+		struct send_wqe *wqe = &qp->sq.wqe[qp->req.next % qp->cap.max_send_wr];
 		const struct wr_kind *k = wr_kind(wqe->wr.opcode);
-		struct mem_region *refs[EMU_MAX_SGE];
-		struct iovec iov[EMU_MAX_SGE];
+		struct gathered g = { .n = 0 };
 		struct wire_packet pkt;
 		enum ibv_wc_status status;
 		unsigned int hdr_len;
 		uint8_t *hdr;
-		int niov = 0;
 
-		if (wqe->done) {
-			qp->sq_next++;	/* a local operation done before the stream was lost */
+		if (wqe->state == WQE_DONE) {
+			qp->req.next++;	/* a local operation done before the stream was lost */
 			continue;
 		}
 		if (k->local) {
@@ -354,58 +338,58 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 			finish_here(qp, wqe, do_local_op(qp, wqe));
 			continue;
 		}
-		if (k->read_atomic && qp->rd_atomic_out >= qp->attr.max_rd_atomic)
+		if (k->read_atomic && qp->req.rd_atomic_out >= qp->attr.max_rd_atomic)
 			break;	/* IBTA: no more outstanding READ/atomics than max_rd_atomic */
-		if (k->has_payload && !gather_payload(qp, wqe, iov, &niov, refs, &status)) {
+		if (!conn_tx_room(c))
+			break;	/* the peer is not reading: the rest waits (conn_write resumes) */
+		if (k->has_payload && !gather_payload(qp, wqe, &g, &status)) {
 			finish_here(qp, wqe, status);
 			break;
 		}
-		if (b->nframes == TX_BATCH_FRAMES || b->niov + 1 + niov > TX_BATCH_IOVS)
+		if (b->nframes == TX_BATCH_FRAMES || b->niov + 2 + g.n > TX_BATCH_IOVS)
 			flush_batch(qp, b);
 		build_request(qp, wqe, &pkt);
 		hdr = b->hdr[b->nframes];
 		if (by_reference(qp, wqe, k)) {
 			/* The responder reads the payload from here before it ACKs. */
 			pkt.by_ref = true;
-			pkt.payload_len = peer_mem_describe(b->desc[b->nframes], iov, niov);
+			pkt.payload_len = peer_mem_describe(b->desc[b->nframes], g.iov, g.n);
 		}
 		hdr_len = wire_build(hdr, &pkt);
-		if (fault_drop_frame(qp, hdr)) {
-			/* SOFTRDMA_FAULTS: lost on the way; the ACK timer resends it. */
-			for (int i = 0; i < niov; i++)
-				if (refs[i])
-					mr_put(refs[i]);
-		} else {
-			batch_add(b, hdr_len, &pkt, iov, niov, refs);
-		}
-		wqe->sent = true;
-		qp->sq_next++;
+		if (fault_drop_frame(qp, hdr))
+			put_gathered(&g);	/* SOFTRDMA_FAULTS: lost; the ACK timer resends it */
+		else
+			batch_add(b, hdr_len, &pkt, &g);
+		wqe->state = WQE_SENT;
+		qp->req.next++;
 		budget--;
 		if (qp->type == IBV_QPT_UC) {
 			/* Unacknowledged: a UC message is done once it has left. */
-			wqe->done = true;
+			wqe->state = WQE_DONE;
 			completer_advance(qp);
 			continue;
 		}
 		if (k->read_atomic)
-			qp->rd_atomic_out++;
-		if (!qp->timer_ns && qp->attr.timeout)
+			qp->req.rd_atomic_out++;
+		if (!qp->comp.timer_ns && qp->attr.timeout)
 			qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 	}
 }
 
 void requester_progress(struct emu_qp *qp)
 {
-	struct tx_batch b = { 0 };
+	struct tx_batch b;
 
+	tx_batch_init(&b);
 	requester_fill(qp, &b, UINT_MAX);
 	flush_batch(qp, &b);
 }
 
 void requester_resend(struct emu_qp *qp, uint32_t psn, bool oldest_only)
 {
-	struct tx_batch b = { 0 };
+	struct tx_batch b;
 
+	tx_batch_init(&b);
 	requester_rewind(qp, psn);
 	requester_fill(qp, &b, oldest_only ? 1 : UINT_MAX);
 	flush_batch(qp, &b);
@@ -418,11 +402,12 @@ void requester_resend(struct emu_qp *qp, uint32_t psn, bool oldest_only)
  */
 static void requester_progress_unlock(struct emu_qp *qp)
 {
-	struct tx_batch b = { 0 };
+	struct tx_batch b;
 	struct conn *c;
 
+	tx_batch_init(&b);
 	requester_fill(qp, &b, UINT_MAX);
-	c = qp->req_conn;
+	c = qp->streams.req;
 	if (!b.nframes || !c) {
 		pthread_mutex_unlock(&qp->lock);
 		tx_batch_release(&b);
@@ -435,40 +420,40 @@ static void requester_progress_unlock(struct emu_qp *qp)
 }
 
 /*
- * A chain is checked whole before any of it is queued: a failed post queues nothing, which
+ * The WRs are checked together before any is queued: a failed post queues nothing, which
  * is also what ibv_wr_complete(3) promises for the chains the wr_* API builds.
  */
-int emu_qp_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+int emu_qp_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
+		     unsigned int *bad)
 {
-	struct ibv_send_wr *w;
 	uint32_t room;
 	uint64_t length;
 	int ret = 0;
 
 	pthread_mutex_lock(&qp->lock);
 	if (qp->type == IBV_QPT_UD) {
-		ret = ud_post_send(qp, wr, bad_wr);
+		ret = ud_post_send(qp, wr, n, bad);
 		pthread_mutex_unlock(&qp->lock);
 		return ret;
 	}
-	room = qp->cap.max_send_wr - (qp->sq_head - qp->sq_tail);
-	for (w = wr; w; w = w->next, room--) {
+	room = qp->cap.max_send_wr - (qp->sq.head - qp->comp.tail);
+	for (unsigned int i = 0; i < n; i++) {
 		/* As rxe: a send queue is only open from RTS on (and in ERR, to be flushed). */
-		ret = qp->state < IBV_QPS_RTS ? EINVAL : validate_wr(qp, w, &length);
-		if (!ret && !room)
+		ret = qp->state < IBV_QPS_RTS ? EINVAL : validate_wr(qp, &wr[i], &length);
+		if (!ret && i >= room)
 			ret = ENOMEM;
 		if (ret) {
-			*bad_wr = w;
+			*bad = i;
 			pthread_mutex_unlock(&qp->lock);
 			return ret;
 		}
 	}
-	for (w = wr; w; w = w->next) {
-		validate_wr(qp, w, &length);
-		queue_wr(qp, w, length);
+	for (unsigned int i = 0; i < n; i++) {
+		validate_wr(qp, &wr[i], &length);
+		queue_wr(qp, &wr[i], length);
 	}
 	if (qp->state == IBV_QPS_ERR)
-		qp_error(qp, (enum ibv_event_type)-1);
+		qp_flush(qp);
 	requester_progress_unlock(qp);
 	return 0;
 }

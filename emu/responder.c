@@ -11,15 +11,6 @@
 #include "emu/counters.h"
 #include "emu/internal.h"
 
-/* What the current request came to; kept between begin and end in the QP. */
-enum resp_verdict {
-	RESP_EXECUTE,		/* checks passed */
-	RESP_DROP,		/* silently: QP not ready, RNR recovery, or a duplicate re-ACKed */
-	RESP_DUPLICATE,		/* already executed: answer again, do not execute */
-	RESP_RNR,		/* no receive posted */
-	RESP_NAK,		/* refused: nak_code, event */
-};
-
 static bool accepts_requests(const struct emu_qp *qp)
 {
 	return qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD ||
@@ -35,7 +26,7 @@ static unsigned int build_aeth(const struct emu_qp *qp, uint8_t *hdr, uint8_t sy
 		.qpn = qp->attr.dest_qp_num,
 		.psn = psn,
 		.syndrome = syndrome,
-		.msn = qp->msn,
+		.msn = qp->resp.msn,
 	};
 
 	return wire_build(hdr, &pkt);
@@ -51,26 +42,25 @@ void responder_flush_ack(struct emu_qp *qp, struct conn *c)
 {
 	uint8_t hdr[4 + WIRE_MAX_HDR];
 
-	if (!qp->ack_pending)
+	if (!qp->resp.ack_pending)
 		return;
-	qp->ack_pending = false;
-	conn_send_frame(c, hdr, build_aeth(qp, hdr, AETH_ACK | AETH_ACK_NO_CREDIT, qp->ack_psn),
-			NULL, 0);
+	qp->resp.ack_pending = false;
+	conn_send_frame(c, hdr,
+			build_aeth(qp, hdr, AETH_ACK | AETH_ACK_NO_CREDIT, qp->resp.ack_psn));
 }
 
 /* Every response but the coalesced ACK: after that ACK. */
-static void respond(struct emu_qp *qp, struct conn *c, const uint8_t *hdr, unsigned int len,
-		    const struct iovec *payload, int niov)
+static void respond(struct emu_qp *qp, struct conn *c, const uint8_t *hdr, unsigned int len)
 {
 	responder_flush_ack(qp, c);
-	conn_send_frame(c, hdr, len, payload, niov);
+	conn_send_frame(c, hdr, len);
 }
 
 static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint32_t psn)
 {
 	uint8_t hdr[4 + WIRE_MAX_HDR];
 
-	respond(qp, c, hdr, build_aeth(qp, hdr, syndrome, psn), NULL, 0);
+	respond(qp, c, hdr, build_aeth(qp, hdr, syndrome, psn));
 }
 
 static uint8_t nak_for(enum mem_access_result r)
@@ -112,24 +102,27 @@ static enum mem_access_result check_remote(struct emu_qp *qp, const struct wire_
 	enum mem_access_result r;
 	void *host;
 
-	r = mr_check_remote_access(the_mem_table(), pkt->rkey, qp->pd_handle, qp->qpn,
+	r = mr_check_remote_access(qp->engine->mem, pkt->rkey, qp->pd_handle, qp->qpn,
 				   qp->attr.qp_access_flags, needed_right(pkt->opcode), pkt->va, len,
 				   &ref, &host);
 	if (r == MEM_ACCESS_OK && ref)
 		mr_put(ref);
+	if (r != MEM_ACCESS_OK)
+		qp_counter_add(&qp->counters, EMU_CNT_RESP_REMOTE_ACCESS_ERRORS, 1);
 	return r;
 }
 
 static void refuse(struct emu_qp *qp, uint8_t nak_code, enum mem_access_result why)
 {
-	qp->verdict = RESP_NAK;
-	qp->nak_code = nak_code;
-	qp->refusal = why;
+	qp->resp.verdict = RESP_NAK;
+	qp->resp.nak_code = nak_code;
+	qp->resp.refusal = why;
 }
 
 /* Points the sink at where the payload of an accepted request goes. */
 static void aim_sink(struct emu_qp *qp, const struct wire_packet *pkt, struct rx_sink *sink)
 {
+	sink->mem = qp->engine->mem;
 	if (is_write(pkt->opcode)) {
 		sink->kind = SINK_REMOTE;
 		sink->pd_handle = qp->pd_handle;
@@ -140,10 +133,10 @@ static void aim_sink(struct emu_qp *qp, const struct wire_packet *pkt, struct rx
 		sink->va = pkt->va;
 	} else if (wire_opcodes[pkt->opcode].flags & OPF_RECV_WQE) {
 		sink->kind = SINK_LOCAL;
-		sink->pd_handle = qp->cur_recv.pd_handle;
+		sink->pd_handle = qp->resp.cur_recv.pd_handle;
 		sink->needed = IBV_ACCESS_LOCAL_WRITE;
-		sink->sge = qp->cur_recv.sge;
-		sink->num_sge = qp->cur_recv.num_sge;
+		sink->sge = qp->resp.cur_recv.sge;
+		sink->num_sge = qp->resp.cur_recv.num_sge;
 	}
 }
 
@@ -157,18 +150,18 @@ static void uc_begin(struct emu_qp *qp, const struct wire_packet *pkt, struct rx
 	uint64_t need = is_write(pkt->opcode) ? 0 : pkt->payload_len;
 
 	/* Nothing is resent, so there are no duplicates: each message is the next one. */
-	qp->epsn = (pkt->psn + 1) & BTH_PSN_MASK;
+	qp->resp.epsn = (pkt->psn + 1) & BTH_PSN_MASK;
 	if (is_write(pkt->opcode) &&
 	    (check_remote(qp, pkt) != MEM_ACCESS_OK || pkt->payload_len != pkt->dma_len))
 		return;
 	if (wire_opcodes[pkt->opcode].flags & OPF_RECV_WQE) {
-		if (qp_take_recv(qp, need, &qp->cur_recv) != RECV_TAKEN) {
-			counter_add(EMU_CNT_OUT_OF_BUFFER, 1);
+		if (qp_take_recv(qp, need, &qp->resp.cur_recv) != RECV_TAKEN) {
+			qp_counter_add(&qp->counters, EMU_CNT_OUT_OF_BUFFER, 1);
 			return;
 		}
-		qp->have_cur_recv = true;
+		qp->resp.have_cur_recv = true;
 	}
-	qp->verdict = RESP_EXECUTE;
+	qp->resp.verdict = RESP_EXECUTE;
 	aim_sink(qp, pkt, sink);
 }
 
@@ -180,27 +173,32 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 
 	(void)c;
 	sink->kind = SINK_DISCARD;
-	qp->verdict = RESP_DROP;
+	qp->resp.verdict = RESP_DROP;
 	if (!accepts_requests(qp))
 		return;
 	if (qp->type == IBV_QPT_UC) {
 		uc_begin(qp, pkt, sink);
 		return;
 	}
-	if (qp->rnr_dropping) {
-		if (pkt->psn != qp->epsn)
+	/* Before the request is seen: what the peer's ACKs on the other stream already said. */
+	if (pkt->acked)
+		completer_acked(qp, pkt->acked_psn);
+	if (qp->resp.rnr_dropping) {
+		if (pkt->psn != qp->resp.epsn)
 			return;
-		qp->rnr_dropping = false;
+		qp->resp.rnr_dropping = false;
 	}
-	if (pkt->psn != qp->epsn) {
+	if (pkt->psn != qp->resp.epsn) {
 		/* Older: a request resent after the stream was lost. Newer cannot happen on
 		 * an ordered stream, and is dropped like a packet out of sequence. */
-		if (psn_le(pkt->psn, (qp->epsn - 1) & BTH_PSN_MASK))
-			qp->verdict = RESP_DUPLICATE;
+		if (psn_le(pkt->psn, (qp->resp.epsn - 1) & BTH_PSN_MASK))
+			qp->resp.verdict = RESP_DUPLICATE;
+		else
+			qp_counter_add(&qp->counters, EMU_CNT_OUT_OF_SEQ_REQUEST, 1);
 		return;
 	}
-	if (fault_request_nak(qp, pkt->opcode, &qp->nak_code)) {	/* SOFTRDMA_FAULTS */
-		qp->verdict = qp->nak_code == FAULT_NAK_RNR ? RESP_RNR : RESP_NAK;
+	if (fault_request_nak(qp, pkt->opcode, &qp->resp.nak_code)) {	/* SOFTRDMA_FAULTS */
+		qp->resp.verdict = qp->resp.nak_code == FAULT_NAK_RNR ? RESP_RNR : RESP_NAK;
 		return;
 	}
 	if (needed_right(pkt->opcode)) {
@@ -218,23 +216,23 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 		return;
 	}
 	if (flags & OPF_RECV_WQE) {
-		if (qp_take_recv(qp, 0, &qp->cur_recv) != RECV_TAKEN) {
-			qp->verdict = RESP_RNR;
+		if (qp_take_recv(qp, 0, &qp->resp.cur_recv) != RECV_TAKEN) {
+			qp->resp.verdict = RESP_RNR;
 			return;
 		}
-		qp->have_cur_recv = true;
+		qp->resp.have_cur_recv = true;
 	}
 	if (r != MEM_ACCESS_OK) {
 		refuse(qp, nak_for(r), r);
 		return;
 	}
 	if (!is_write(pkt->opcode) && (flags & OPF_RECV_WQE) &&
-	    pkt->payload_len > sge_total_length(qp->cur_recv.sge, qp->cur_recv.num_sge)) {
+	    pkt->payload_len > sge_total_length(qp->resp.cur_recv.sge, qp->resp.cur_recv.num_sge)) {
 		refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
-		qp->recv_status = IBV_WC_LOC_LEN_ERR;
+		qp->resp.recv_status = IBV_WC_LOC_LEN_ERR;
 		return;
 	}
-	qp->verdict = RESP_EXECUTE;
+	qp->resp.verdict = RESP_EXECUTE;
 	aim_sink(qp, pkt, sink);
 }
 
@@ -245,38 +243,51 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 		.qpn = qp->attr.dest_qp_num,
 		.psn = req->psn,
 		.syndrome = AETH_ACK | AETH_ACK_NO_CREDIT,
-		.msn = qp->msn,
+		.msn = qp->resp.msn,
 		.payload_len = req->dma_len,
 	};
-	uint8_t hdr[4 + WIRE_MAX_HDR];
+	const struct tx_piece where = {
+		.source = TX_REMOTE_MR, .key = req->rkey, .pd_handle = qp->pd_handle,
+		.qpn = qp->qpn, .qp_access = qp->attr.qp_access_flags, .addr = req->va,
+	};
 	struct mem_region *ref = NULL;
-	struct iovec iov = { 0 };
 	enum mem_access_result r;
+	struct tx_batch b;
 	void *host = NULL;
 
 	/* Checked again: the region may have gone since the request arrived. */
-	r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle, qp->qpn,
+	r = mr_check_remote_access(qp->engine->mem, req->rkey, qp->pd_handle, qp->qpn,
 				   qp->attr.qp_access_flags, IBV_ACCESS_REMOTE_READ, req->va,
 				   req->dma_len, &ref, &host);
 	if (r != MEM_ACCESS_OK) {
 		send_aeth(qp, c, AETH_NAK | nak_for(r), req->psn);
-		qp_error(qp, IBV_EVENT_QP_ACCESS_ERR);
+		qp_fatal(qp, IBV_EVENT_QP_ACCESS_ERR);
 		return;
 	}
-	iov.iov_base = host;
-	iov.iov_len = req->dma_len;
-	respond(qp, c, hdr, wire_build(hdr, &pkt), &iov, req->dma_len ? 1 : 0);
-	if (ref)
-		mr_put(ref);
+	responder_flush_ack(qp, c);
+	tx_batch_init(&b);
+	tx_batch_add_copy(&b, b.hdr[0], wire_build(b.hdr[0], &pkt));
+	b.nframes = 1;	/* its header is b.hdr[0]: counted as the requester's frames are */
+	if (fault_drop_frame(qp, b.hdr[0])) {	/* SOFTRDMA_FAULTS: lost on the way */
+		if (ref)
+			mr_put(ref);
+		return;
+	}
+	if (req->dma_len)
+		tx_batch_add_mem(&b, host, req->dma_len, &where, ref);
+	/* Counted against max_dest_rd_atomic while any of it waits (conn_check_backlog()). */
+	b.ends_read[b.niov - 1] = true;
+	conn_send_batch(c, &b);
+	tx_batch_release(&b);
 }
 
 static bool atomic_done_before(const struct emu_qp *qp, uint32_t psn, uint64_t *orig)
 {
-	uint32_t n = qp->atomics_done < EMU_MAX_QP_RD_ATOM ? qp->atomics_done : EMU_MAX_QP_RD_ATOM;
+	uint32_t n = qp->resp.atomics_done < EMU_MAX_QP_RD_ATOM ? qp->resp.atomics_done : EMU_MAX_QP_RD_ATOM;
 
 	for (uint32_t i = 0; i < n; i++) {
-		if (qp->atomic_done[i].psn == psn) {
-			*orig = qp->atomic_done[i].orig;
+		if (qp->resp.atomic_done[i].psn == psn) {
+			*orig = qp->resp.atomic_done[i].orig;
 			return true;
 		}
 	}
@@ -302,12 +313,12 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 	if (resent && atomic_done_before(qp, req->psn, &pkt.orig)) {
 		/* a resent atomic is answered, not redone */
 	} else {
-		r = mr_check_remote_access(the_mem_table(), req->rkey, qp->pd_handle, qp->qpn,
+		r = mr_check_remote_access(qp->engine->mem, req->rkey, qp->pd_handle, qp->qpn,
 					   qp->attr.qp_access_flags, IBV_ACCESS_REMOTE_ATOMIC,
 					   req->va, 8, &ref, &host);
 		if (r != MEM_ACCESS_OK) {
 			send_aeth(qp, c, AETH_NAK | nak_for(r), req->psn);
-			qp_error(qp, nak_for(r) == NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :
+			qp_fatal(qp, nak_for(r) == NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :
 								      IBV_EVENT_QP_REQ_ERR);
 			return;
 		}
@@ -322,11 +333,11 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 			pkt.orig = __atomic_fetch_add(word, req->swap_add, __ATOMIC_SEQ_CST);
 		}
 		mr_put(ref);
-		qp->atomic_done[qp->atomics_done % EMU_MAX_QP_RD_ATOM].psn = req->psn;
-		qp->atomic_done[qp->atomics_done++ % EMU_MAX_QP_RD_ATOM].orig = pkt.orig;
+		qp->resp.atomic_done[qp->resp.atomics_done % EMU_MAX_QP_RD_ATOM].psn = req->psn;
+		qp->resp.atomic_done[qp->resp.atomics_done++ % EMU_MAX_QP_RD_ATOM].orig = pkt.orig;
 	}
-	pkt.msn = qp->msn;
-	respond(qp, c, hdr, wire_build(hdr, &pkt), NULL, 0);
+	pkt.msn = qp->resp.msn;
+	respond(qp, c, hdr, wire_build(hdr, &pkt));
 }
 
 /*
@@ -343,36 +354,37 @@ static void complete_receive(struct emu_qp *qp, struct conn *c, const struct wir
 	int flags = (hdrs & HDR_IMMDT) ? IBV_WC_WITH_IMM : 0;
 	uint32_t ex = pkt->imm;
 
-	if (!qp->have_cur_recv)
+	if (!qp->resp.have_cur_recv)
 		return;
-	qp->have_cur_recv = false;
+	qp->resp.have_cur_recv = false;
 	responder_flush_ack(qp, c);
 	if ((hdrs & HDR_IETH) && st == IBV_WC_SUCCESS) {
 		flags = IBV_WC_WITH_INV;
 		ex = pkt->inv_rkey;
 	}
-	qp_complete_recv(qp, &qp->cur_recv, st, op, st == IBV_WC_SUCCESS ? len : 0, ex, flags,
+	qp_complete_recv(qp, &qp->resp.cur_recv, st, op, st == IBV_WC_SUCCESS ? len : 0, ex, flags,
 			 pkt->solicited);
 }
 
 static void nak_and_fail(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt)
 {
-	enum ibv_event_type event = qp->nak_code == NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :
-					IBV_EVENT_QP_REQ_ERR;
-	enum ibv_wc_status recv_status = qp->recv_status;
+	struct qp_resp_info *resp = &qp->resp;
+	enum ibv_wc_status recv_status = resp->recv_status;
 
-	send_aeth(qp, c, AETH_NAK | qp->nak_code, pkt->psn);
-	if (qp->have_cur_recv) {
-		/* The error belongs to this receive: it reports it, no async event (C9-222.1.1). */
-		if (recv_status == IBV_WC_SUCCESS)
-			recv_status = qp->refusal == MEM_ACCESS_OK ? IBV_WC_LOC_QP_OP_ERR :
-				      (qp->nak_code == NAK_REMOTE_ACCESS ? IBV_WC_LOC_ACCESS_ERR :
-				       mem_access_local_wc_status(qp->refusal));
-		complete_receive(qp, c, pkt, recv_status);
-		event = (enum ibv_event_type)-1;
+	send_aeth(qp, c, AETH_NAK | resp->nak_code, pkt->psn);
+	resp->recv_status = IBV_WC_SUCCESS;
+	if (!resp->have_cur_recv) {
+		qp_fatal(qp, resp->nak_code == NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :
+								   IBV_EVENT_QP_REQ_ERR);
+		return;
 	}
-	qp->recv_status = IBV_WC_SUCCESS;
-	qp_error(qp, event);
+	/* The error belongs to this receive: it reports it, no async event (C9-222.1.1). */
+	if (recv_status == IBV_WC_SUCCESS)
+		recv_status = resp->refusal == MEM_ACCESS_OK ? IBV_WC_LOC_QP_OP_ERR :
+			      (resp->nak_code == NAK_REMOTE_ACCESS ? IBV_WC_LOC_ACCESS_ERR :
+			       mem_access_local_wc_status(resp->refusal));
+	complete_receive(qp, c, pkt, recv_status);
+	qp_to_error(qp);
 }
 
 static void uc_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
@@ -383,7 +395,7 @@ static void uc_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	} else if (sink->kind == SINK_LOCAL) {
 		/* The receive's own buffer failed: its error and the QP's, as on RC. */
 		complete_receive(qp, c, pkt, mem_access_local_wc_status(sink->failure));
-		qp_error(qp, (enum ibv_event_type)-1);
+		qp_to_error(qp);
 	} else {
 		/* The region went away mid-message: a receive already taken reports it. */
 		complete_receive(qp, c, pkt, IBV_WC_LOC_ACCESS_ERR);
@@ -394,15 +406,15 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		   struct rx_sink *sink)
 {
 	if (qp->type == IBV_QPT_UC) {
-		if (qp->verdict == RESP_EXECUTE)
+		if (qp->resp.verdict == RESP_EXECUTE)
 			uc_end(qp, c, pkt, sink);
 		return;
 	}
-	switch (qp->verdict) {
+	switch (qp->resp.verdict) {
 	case RESP_DROP:
 		return;
 	case RESP_DUPLICATE:
-		counter_add(EMU_CNT_DUPLICATE_REQUEST, 1);
+		qp_counter_add(&qp->counters, EMU_CNT_DUPLICATE_REQUEST, 1);
 		if (pkt->opcode == OP_RC_READ_REQUEST)
 			send_read_response(qp, c, pkt);
 		else if (pkt->opcode == OP_RC_CMP_SWAP || pkt->opcode == OP_RC_FETCH_ADD)
@@ -412,8 +424,8 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		return;
 	case RESP_RNR:
 		/* Drop everything after it until the requester resends this PSN. */
-		qp->rnr_dropping = true;
-		counter_add(EMU_CNT_SEND_RNR_ERR, 1);
+		qp->resp.rnr_dropping = true;
+		qp_counter_add(&qp->counters, EMU_CNT_SEND_RNR_ERR, 1);
 		send_aeth(qp, c, AETH_RNR_NAK | (qp->attr.min_rnr_timer & AETH_VALUE_MASK),
 			  pkt->psn);
 		return;
@@ -429,20 +441,20 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		else
 			refuse(qp, NAK_REMOTE_OP, sink->failure);
 		if (sink->kind == SINK_LOCAL)
-			qp->recv_status = mem_access_local_wc_status(sink->failure);
+			qp->resp.recv_status = mem_access_local_wc_status(sink->failure);
 		nak_and_fail(qp, c, pkt);
 		return;
 	}
 	/* Send with Invalidate: the key dies before the receive completes (rxe's execute()). */
 	if ((wire_opcodes[pkt->opcode].flags & HDR_IETH) &&
-	    mw_invalidate(the_mem_table(), pkt->inv_rkey, qp->pd_handle, true, qp->qpn)) {
+	    mw_invalidate(qp->engine->mem, pkt->inv_rkey, qp->pd_handle, true, qp->qpn)) {
 		refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
-		qp->recv_status = IBV_WC_REM_INV_REQ_ERR;	/* rxe's status for this receive */
+		qp->resp.recv_status = IBV_WC_REM_INV_REQ_ERR;	/* rxe's status for this receive */
 		nak_and_fail(qp, c, pkt);
 		return;
 	}
-	qp->epsn = (qp->epsn + 1) & BTH_PSN_MASK;
-	qp->msn = (qp->msn + 1) & 0xffffff;
+	qp->resp.epsn = (qp->resp.epsn + 1) & BTH_PSN_MASK;
+	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
 	switch (pkt->opcode) {
 	case OP_RC_READ_REQUEST:
 		send_read_response(qp, c, pkt);
@@ -452,8 +464,8 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		do_atomic(qp, c, pkt, false);
 		return;
 	default:
-		qp->ack_pending = true;
-		qp->ack_psn = pkt->psn;
+		qp->resp.ack_pending = true;
+		qp->resp.ack_psn = pkt->psn;
 		complete_receive(qp, c, pkt, IBV_WC_SUCCESS);
 		return;
 	}

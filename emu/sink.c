@@ -34,7 +34,7 @@ static bool sink_window(struct rx_sink *s, size_t want, uint8_t **ptr, size_t *r
 	if (s->kind == SINK_DISCARD || s->failure != MEM_ACCESS_OK)
 		return false;
 	if (s->kind == SINK_REMOTE) {
-		r = mr_check_remote_access(the_mem_table(), s->rkey, s->pd_handle, s->qpn,
+		r = mr_check_remote_access(s->mem, s->rkey, s->pd_handle, s->qpn,
 					   s->qp_access,
 					   s->needed, s->va + s->offset, want, ref, &host);
 		*room = want;
@@ -49,7 +49,7 @@ static bool sink_window(struct rx_sink *s, size_t want, uint8_t **ptr, size_t *r
 			return false;
 		}
 		*room = s->sge[i].length - skip < want ? s->sge[i].length - skip : want;
-		r = mr_check_local_access(the_mem_table(), s->sge[i].lkey, s->pd_handle, s->needed,
+		r = mr_check_local_access(s->mem, s->sge[i].lkey, s->pd_handle, s->needed,
 					  s->sge[i].addr + skip, *room, ref, &host);
 	}
 	if (r != MEM_ACCESS_OK) {

@@ -260,7 +260,7 @@ enum recv_take srq_take(struct emu_srq *srq, uint64_t need, struct recv_wqe *int
 	pthread_mutex_unlock(&srq->lock);
 	into->pd_handle = srq->pd_handle;
 	if (limit_reached)
-		async_event_write(srq->async_fd, srq->handle, IBV_EVENT_SRQ_LIMIT_REACHED,
-				  srq->events_raised);
+		emu_async_event(srq->async_fd, srq->handle, IBV_EVENT_SRQ_LIMIT_REACHED,
+				srq->events_raised);
 	return got;
 }

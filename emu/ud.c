@@ -23,19 +23,22 @@
 
 static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
 
-int ud_socket_open(uint16_t port)
+int ud_socket_open(const struct sockaddr_in6 *addr)
 {
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
-				   .sin6_port = htons(port) };
 	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int off = 0, on = 1, rcvbuf = UD_SOCKET_BUFFER;
 
 	if (fd < 0)
-		return -1;
+		return -errno;
 	setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
 	/* The receiver needs the address a datagram was sent to: it is the GRH's DGID. */
 	setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on));
 	setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+	/* And the IP header's traffic class and hop limit, which the GRH reports too. */
+	setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof(on));
 	/*
 	 * A sender's datagrams are not flow controlled, as on a lossless RoCE fabric they need
 	 * not be; what stands in for the fabric's buffering is this socket's. Ask for a deep
@@ -45,9 +48,11 @@ int ud_socket_open(uint16_t port)
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
+		int err = -errno;
+
 		close(fd);
-		return -1;
+		return err;
 	}
 	return fd;
 }
@@ -67,18 +72,28 @@ static uint16_t ipv4_checksum(const uint8_t *hdr)
  * The 40 bytes a RoCE v2 device puts before a UD payload: an IPv6 header, or for IPv4 the
  * IPv4 header in the last 20 bytes, which is where libibverbs' ibv_init_ah_from_wc() looks.
  */
-static void build_grh(uint8_t grh[GRH_LEN], const uint8_t sgid[16], const uint8_t dgid[16],
-		      uint32_t payload_len)
+/* What the IP header of an arriving datagram said, for its GRH. */
+struct ud_arrival {
+	uint8_t sgid[16];	/* its source address */
+	uint8_t dgid[16];	/* the address it was sent to */
+	uint8_t traffic_class;
+	uint8_t hop_limit;
+};
+
+static void build_grh(uint8_t grh[GRH_LEN], const struct ud_arrival *a, uint32_t payload_len)
 {
+	const uint8_t *sgid = a->sgid, *dgid = a->dgid;
+
 	memset(grh, 0, GRH_LEN);
 	if (!memcmp(sgid, v4_prefix, 12) && !memcmp(dgid, v4_prefix, 12)) {
 		uint8_t *ip = grh + 20;
 		uint16_t total = (uint16_t)(20 + 8 + payload_len), csum;
 
 		ip[0] = 0x45;
+		ip[1] = a->traffic_class;
 		ip[2] = total >> 8;
 		ip[3] = total & 0xff;
-		ip[8] = 64;	/* TTL */
+		ip[8] = a->hop_limit;
 		ip[9] = IPPROTO_UDP;
 		memcpy(ip + 12, sgid + 12, 4);
 		memcpy(ip + 16, dgid + 12, 4);
@@ -87,17 +102,18 @@ static void build_grh(uint8_t grh[GRH_LEN], const uint8_t sgid[16], const uint8_
 		ip[11] = csum & 0xff;
 		return;
 	}
-	grh[0] = 0x60;	/* version 6 */
+	grh[0] = 0x60 | a->traffic_class >> 4;	/* version 6, then the traffic class */
+	grh[1] = (uint8_t)(a->traffic_class << 4);
 	grh[4] = (uint8_t)((payload_len + 8) >> 8);
 	grh[5] = (uint8_t)(payload_len + 8);
 	grh[6] = IPPROTO_UDP;
-	grh[7] = 64;	/* hop limit */
+	grh[7] = a->hop_limit;
 	memcpy(grh + 8, sgid, 16);
 	memcpy(grh + 24, dgid, 16);
 }
 
 static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const uint8_t *payload,
-		       const uint8_t sgid[16], const uint8_t dgid[16])
+		       const struct ud_arrival *arrival)
 {
 	struct ibv_sge sge[EMU_MAX_SGE];
 	struct recv_wqe rwqe = { .sge = sge };
@@ -112,19 +128,20 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 	/* A controlled Q_Key in the packet is only honoured as the QP's own (IBTA 10.2.5). */
 	qkey = qp->attr.qkey;
 	if (pkt->qkey != qkey) {
-		counter_add(EMU_CNT_QKEY_VIOLATIONS, 1);
+		qp_counter_add(&qp->counters, EMU_CNT_QKEY_VIOLATIONS, 1);
 		return;
 	}
 	if (qp_take_recv(qp, 0, &rwqe) != RECV_TAKEN) {
-		counter_add(EMU_CNT_OUT_OF_BUFFER, 1);
+		qp_counter_add(&qp->counters, EMU_CNT_OUT_OF_BUFFER, 1);
 		return;
 	}
 	if (GRH_LEN + pkt->payload_len > sge_total_length(rwqe.sge, rwqe.num_sge)) {
 		qp_complete_recv(qp, &rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, false);
-		qp_error(qp, (enum ibv_event_type)-1);
+		qp_to_error(qp);
 		return;
 	}
-	build_grh(grh, sgid, dgid, (uint32_t)pkt->payload_len);
+	build_grh(grh, arrival, (uint32_t)pkt->payload_len);
+	sink.mem = qp->engine->mem;
 	sink.pd_handle = rwqe.pd_handle;
 	sink.sge = rwqe.sge;
 	sink.num_sge = rwqe.num_sge;
@@ -133,7 +150,7 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 	if (sink.failure != MEM_ACCESS_OK) {
 		qp_complete_recv(qp, &rwqe, mem_access_local_wc_status(sink.failure), IBV_WC_RECV,
 				 0, 0, 0, false);
-		qp_error(qp, (enum ibv_event_type)-1);
+		qp_to_error(qp);
 		return;
 	}
 	wc.wr_id = rwqe.wr_id;
@@ -147,15 +164,28 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->imm;
 	}
+	qp_counter_add(&qp->counters, EMU_CNT_RDMA_RECVS, 1);
 	if (!emu_cq_push(qp->recv_cq, &wc, pkt->solicited) && qp->state != IBV_QPS_ERR)
-		qp_error(qp, IBV_EVENT_QP_FATAL);
+		qp_fatal(qp, IBV_EVENT_QP_FATAL);
+}
+
+static uint8_t cmsg_byte(const struct cmsghdr *c)
+{
+	int v = 0;
+
+	/* IP_TOS arrives as one byte; the others as an int. */
+	if (c->cmsg_len == CMSG_LEN(1))
+		return *CMSG_DATA(c);
+	memcpy(&v, CMSG_DATA(c), sizeof(v));
+	return (uint8_t)v;
 }
 
 /*
- * From a datagram's control messages: the address it was sent to, and the count of
- * datagrams the socket has dropped for want of buffer space (a running total).
+ * From a datagram's control messages: the address it was sent to, its traffic class and
+ * hop limit, and the count of datagrams the socket has dropped for want of buffer space
+ * (a running total).
  */
-static void read_control(struct msghdr *msg, uint8_t dgid[16], struct emu_listener *l)
+static void read_control(struct msghdr *msg, struct ud_arrival *a, struct listen_socket *l)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
@@ -164,25 +194,26 @@ static void read_control(struct msghdr *msg, uint8_t dgid[16], struct emu_listen
 			memcpy(&total, CMSG_DATA(c), sizeof(total));
 			counter_add(EMU_CNT_RCV_BUFFER_DROPS, total - l->udp_overflows);
 			l->udp_overflows = total;
-			continue;
-		}
-		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
-			memcpy(dgid, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
-			continue;
-		}
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
-			memcpy(dgid, v4_prefix, 12);
-			memcpy(dgid + 12, &((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr, 4);
-			continue;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			memcpy(a->dgid, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			memcpy(a->dgid, v4_prefix, 12);
+			memcpy(a->dgid + 12, &((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr, 4);
+		} else if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
+			   (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)) {
+			a->traffic_class = cmsg_byte(c);
+		} else if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) ||
+			   (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT)) {
+			a->hop_limit = cmsg_byte(c);
 		}
 	}
 }
 
 void ud_on_datagram(struct io_watch *w, uint32_t revents)
 {
-	struct emu_listener *l = container_of(w, struct emu_listener, udp_watch);
+	struct listen_socket *sock = container_of(w, struct listen_socket, udp_watch);
 	static uint8_t buf[UD_MAX_DATAGRAM + 1];
-	char control[128];
+	char control[256];
 
 	(void)revents;
 	for (int i = 0; i < 64; i++) {
@@ -191,7 +222,7 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 		struct msghdr msg = { .msg_name = &from, .msg_namelen = sizeof(from),
 				      .msg_iov = &iov, .msg_iovlen = 1,
 				      .msg_control = control, .msg_controllen = sizeof(control) };
-		uint8_t dgid[16] = { 0 };
+		struct ud_arrival arrival = { .hop_limit = 64 };
 		struct wire_packet pkt;
 		struct emu_qp *qp;
 		uint32_t frame_len;
@@ -199,33 +230,113 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 
 		if (n < 0)
 			return;
-		read_control(&msg, dgid, l);
+		read_control(&msg, &arrival, sock);
+		memcpy(arrival.sgid, &from.sin6_addr, 16);
 		/* A datagram is one whole frame, or it is dropped, as a bad packet is. */
-		if (n < 5 || (size_t)n > UD_MAX_DATAGRAM)
+		if (n < 5 || (size_t)n > UD_MAX_DATAGRAM) {
+			counter_add(EMU_CNT_RCV_ERRORS, 1);
 			continue;
+		}
 		memcpy(&frame_len, buf, 4);
 		frame_len = ntohl(frame_len);
 		if (frame_len != (uint32_t)n - 4 || !(wire_opcodes[buf[4]].flags & OPF_DATAGRAM) ||
-		    wire_parse(buf + 4, frame_len, &pkt))
+		    wire_parse(buf + 4, frame_len, &pkt)) {
+			counter_add(EMU_CNT_RCV_ERRORS, 1);
 			continue;
-		qp = engine_find_qp(the_engine_of_watch(w), pkt.qpn);
+		}
+		qp = engine_find_qp(sock->owner->engine, pkt.qpn);
+		counter_packet(QP_COUNTERS(qp && qp->type == IBV_QPT_UD ? qp : NULL), EMU_CNT_RCV_DATA,
+			       wire_opcodes[pkt.opcode].hdr_len, pkt.payload_len);
 		if (!qp || qp->type != IBV_QPT_UD)
 			continue;
 		pthread_mutex_lock(&qp->lock);
-		ud_receive(qp, &pkt, buf + 4 + wire_opcodes[pkt.opcode].hdr_len,
-			   (const uint8_t *)&from.sin6_addr, dgid);
+		ud_receive(qp, &pkt, buf + 4 + wire_opcodes[pkt.opcode].hdr_len, &arrival);
 		pthread_mutex_unlock(&qp->lock);
 	}
 }
 
-/* Sends one UD work request; qp->lock held. Returns the completion status. */
-static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct ibv_send_wr *wr)
+/*
+ * Control messages of a datagram: the source address (the AV's source GID), so that the
+ * receiver's GRH names the right sender, and the AV's traffic class and hop limit, which a
+ * RoCE v2 device puts in the IP header. The whole buffer is zeroed, padding included: the
+ * kernel is handed every byte.
+ */
+union ud_control {
+	struct cmsghdr align;
+	char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + 2 * CMSG_SPACE(sizeof(int))];
+};
+
+static struct cmsghdr *add_cmsg(struct msghdr *msg, struct cmsghdr *prev, int level, int type,
+				size_t len)
 {
-	const struct emu_ah *ah = (const struct emu_ah *)wr->wr.ud.ah;
+	struct cmsghdr *c = prev ? CMSG_NXTHDR(msg, prev) : CMSG_FIRSTHDR(msg);
+
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(len);
+	return c;
+}
+
+static void add_int_cmsg(struct msghdr *msg, struct cmsghdr **at, int level, int type, int v)
+{
+	*at = add_cmsg(msg, *at, level, type, sizeof(v));
+	memcpy(CMSG_DATA(*at), &v, sizeof(v));
+}
+
+static void set_control(struct msghdr *msg, union ud_control *control, const struct emu_av *av)
+{
+	bool v4 = !memcmp(av->dgid, v4_prefix, 12);
+	struct cmsghdr *c;
+
+	memset(control, 0, sizeof(*control));
+	msg->msg_control = control->buf;
+	msg->msg_controllen = sizeof(control->buf);
+	c = add_cmsg(msg, NULL, IPPROTO_IPV6, IPV6_PKTINFO, sizeof(struct in6_pktinfo));
+	memcpy(&((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, av->sgid, 16);
+	/* A v4-mapped destination goes out as IPv4: its header takes IP_TOS and IP_TTL. */
+	add_int_cmsg(msg, &c, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TOS : IPV6_TCLASS,
+		     av->traffic_class);
+	if (av->hop_limit)
+		add_int_cmsg(msg, &c, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TTL : IPV6_HOPLIMIT,
+			     av->hop_limit);
+	msg->msg_controllen = (size_t)((char *)c + CMSG_SPACE(sizeof(int)) - control->buf);
+}
+
+/* The payload's iovecs, each local key checked and held in refs; a completion status. */
+static enum ibv_wc_status gather(struct emu_qp *qp, const struct emu_send_wr *wr,
+				 struct iovec *iov, int *niov, struct mem_region **refs, int *nrefs)
+{
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *sge = &wr->sg_list[i];
+		enum mem_access_result r;
+		void *host;
+
+		if (wr->send_flags & IBV_SEND_INLINE) {
+			iov[*niov].iov_base = (void *)(uintptr_t)sge->addr;
+			iov[(*niov)++].iov_len = sge->length;
+			continue;
+		}
+		if (!sge->length)
+			continue;
+		r = mr_check_local_access(qp->engine->mem, sge->lkey, qp->pd_handle, 0, sge->addr,
+					  sge->length, &refs[*nrefs], &host);
+		if (r != MEM_ACCESS_OK)
+			return mem_access_local_wc_status(r);
+		(*nrefs)++;
+		iov[*niov].iov_base = host;
+		iov[(*niov)++].iov_len = sge->length;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+/* Sends one UD work request; qp->lock held. Returns the completion status. */
+static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send_wr *wr)
+{
+	const struct emu_av *av = wr->ud.av;
 	struct wire_packet pkt = {
 		.opcode = wr->opcode == IBV_WR_SEND_WITH_IMM ? OP_UD_SEND_ONLY_IMM : OP_UD_SEND_ONLY,
-		.qpn = wr->wr.ud.remote_qpn & BTH_QPN_MASK,
-		.psn = qp->next_psn,
+		.qpn = wr->ud.remote_qpn & BTH_QPN_MASK,
+		.psn = qp->req.psn,
 		.solicited = wr->send_flags & IBV_SEND_SOLICITED,
 		.imm = wr->imm_data,
 		.src_qp = qp->qpn,
@@ -234,98 +345,70 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct ibv_send
 	struct iovec iov[1 + EMU_MAX_SGE];
 	struct mem_region *refs[EMU_MAX_SGE];
 	struct sockaddr_in6 to = { .sin6_family = AF_INET6 };
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-	} control;
-	struct msghdr msg = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = iov,
-			      .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
-	struct cmsghdr *cmsg;
-	enum ibv_wc_status status = IBV_WC_SUCCESS;
+	union ud_control control;
+	struct msghdr msg = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = iov };
+	enum ibv_wc_status status;
 	uint64_t length = sge_total_length(wr->sg_list, wr->num_sge);
 	int niov = 1, nrefs = 0;
 
 	/* A controlled Q_Key in the WR means "use the QP's own" (IBTA 10.2.5). */
-	pkt.qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? qp->attr.qkey : wr->wr.ud.remote_qkey;
+	pkt.qkey = (wr->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey : wr->ud.remote_qkey;
 	pkt.payload_len = length;
-	qp->next_psn = (qp->next_psn + 1) & BTH_PSN_MASK;
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		for (int i = 0; i < wr->num_sge; i++) {
-			iov[niov].iov_base = (void *)(uintptr_t)wr->sg_list[i].addr;
-			iov[niov++].iov_len = wr->sg_list[i].length;
-		}
-	} else {
-		for (int i = 0; i < wr->num_sge; i++) {
-			const struct ibv_sge *sge = &wr->sg_list[i];
-			enum mem_access_result r;
-			void *host;
-
-			if (!sge->length)
-				continue;
-			r = mr_check_local_access(the_mem_table(), sge->lkey, qp->pd_handle, 0,
-						  sge->addr, sge->length, &refs[nrefs], &host);
-			if (r != MEM_ACCESS_OK) {
-				status = mem_access_local_wc_status(r);
-				goto out;
-			}
-			nrefs++;
-			iov[niov].iov_base = host;
-			iov[niov++].iov_len = sge->length;
-		}
-	}
+	qp->req.psn = (qp->req.psn + 1) & BTH_PSN_MASK;
+	status = gather(qp, wr, iov, &niov, refs, &nrefs);
 	/* Longer than the path MTU: like rxe, the packet is not sent and the WR succeeds. */
-	if (length > EMU_PORT_MAX_MSG_UD)
+	if (status != IBV_WC_SUCCESS)
 		goto out;
+	if (length > EMU_PORT_MAX_MSG_UD) {
+		qp_counter_add(&qp->counters, EMU_CNT_XMIT_DISCARDS, 1);
+		goto out;
+	}
 	iov[0].iov_base = hdr;
 	iov[0].iov_len = wire_build(hdr, &pkt);
 	msg.msg_iovlen = (size_t)niov;
-	memcpy(&to.sin6_addr, ah->dgid, 16);
+	memcpy(&to.sin6_addr, av->dgid, 16);
 	to.sin6_port = htons((uint16_t)(pkt.qpn >> 8));
-	/*
-	 * From the AH's source GID, so the receiver's GRH names the right sender. The whole
-	 * control buffer is zeroed, padding included: the kernel is handed every byte.
-	 */
-	memset(&control, 0, sizeof(control));
-	cmsg = CMSG_FIRSTHDR(&msg);
-	cmsg->cmsg_level = IPPROTO_IPV6;
-	cmsg->cmsg_type = IPV6_PKTINFO;
-	cmsg->cmsg_len = CMSG_LEN(sizeof(struct in6_pktinfo));
-	memcpy(&((struct in6_pktinfo *)CMSG_DATA(cmsg))->ipi6_addr, ah->sgid, 16);
-	if (sendmsg(qp->udp_fd, &msg, MSG_DONTWAIT) < 0) {
-		/* Dropped on the way, as a datagram may be: UD does not report it. */
-	}
+	set_control(&msg, &control, av);
+	if (sendmsg(listener_udp_fd(qp->listener, av->sgid), &msg, MSG_DONTWAIT) < 0)
+		qp_counter_add(&qp->counters, EMU_CNT_XMIT_DISCARDS, 1);	/* lost, as UD may */
+	else
+		counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, iov[0].iov_len - 4, length);
 out:
 	while (nrefs)
 		mr_put(refs[--nrefs]);
 	return status;
 }
 
-int ud_post_send(struct emu_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static bool ud_wr_valid(const struct emu_qp *qp, const struct emu_send_wr *w)
 {
-	for (struct ibv_send_wr *w = wr; w; w = w->next) {
-		bool inline_wr = w->send_flags & IBV_SEND_INLINE;
+	bool inline_wr = w->send_flags & IBV_SEND_INLINE;
 
-		if (qp->state < IBV_QPS_RTS || (w->opcode != IBV_WR_SEND &&
-						w->opcode != IBV_WR_SEND_WITH_IMM) ||
-		    !w->wr.ud.ah || w->num_sge < 0 ||
-		    (!inline_wr && (uint32_t)w->num_sge > qp->cap.max_send_sge) ||
-		    (inline_wr && sge_total_length(w->sg_list, w->num_sge) >
-				  qp->cap.max_inline_data)) {
-			*bad_wr = w;
+	return qp->state >= IBV_QPS_RTS &&
+	       (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) && w->ud.av &&
+	       w->num_sge >= 0 &&
+	       (inline_wr || (uint32_t)w->num_sge <= qp->cap.max_send_sge) &&
+	       (!inline_wr || sge_total_length(w->sg_list, w->num_sge) <= qp->cap.max_inline_data);
+}
+
+int ud_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
+		 unsigned int *bad)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (!ud_wr_valid(qp, &wr[i])) {
+			*bad = i;
 			return EINVAL;
 		}
-	}
-	for (; wr; wr = wr->next) {
-		struct send_wqe wqe = { .wr = *wr, .signaled = qp->sq_sig_all ||
-							      (wr->send_flags & IBV_SEND_SIGNALED) };
+	for (unsigned int i = 0; i < n; i++) {
+		struct send_wqe wqe = { .wr = wr[i], .signaled = qp->sq_sig_all ||
+							       (wr[i].send_flags & IBV_SEND_SIGNALED) };
 		enum ibv_wc_status st = IBV_WC_WR_FLUSH_ERR;
 
-		wqe.length = sge_total_length(wr->sg_list, wr->num_sge);
+		wqe.length = sge_total_length(wr[i].sg_list, wr[i].num_sge);
 		if (qp->state != IBV_QPS_ERR)
-			st = send_datagram(qp, wr);
+			st = send_datagram(qp, &wr[i]);
 		qp_complete_send(qp, &wqe, st);
 		if (st != IBV_WC_SUCCESS && qp->state != IBV_QPS_ERR)
-			qp_error(qp, (enum ibv_event_type)-1);
+			qp_to_error(qp);
 	}
 	return 0;
 }

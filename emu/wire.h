@@ -13,21 +13,58 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC	0x5352444du	/* "SRDM" */
-#define WIRE_VERSION	2
+#define WIRE_VERSION	3
+
+/* What a connection to an engine's listener is for: its first bytes say (docs/wire-protocol.md). */
+enum wire_hello_kind {
+	HELLO_STREAM = 1,	/* a requester's stream to the responder QP dst_qpn */
+	HELLO_VERIFY = 2,	/* a responder asks the engine of src_qpn: is this stream yours? */
+	HELLO_LOCAL_CLAIM = 3,	/* the same question over AF_UNIX, for the same-host path */
+};
+
+#define HELLO_SAME_HOST	0x01	/* STREAM: the requester takes the same-host path if offered */
 
 struct wire_hello {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t length;	/* sizeof(struct wire_hello): room to grow */
-	uint32_t src_qpn;	/* the connecting (requester) QP */
-	uint32_t dst_qpn;	/* the responder QP it asks for */
-	uint8_t src_gid[16];	/* the requester's GID (its sgid_index entry) */
-	/* The same-host path (emu/peer_mem.c); pid 0: not offered. */
-	uint32_t pid;
-	uint32_t reserved;
-	uint64_t cookie_addr;
-	uint8_t cookie[16];
+	uint16_t length;	/* sizeof(struct wire_hello) */
+	uint8_t kind;		/* enum wire_hello_kind */
+	uint8_t flags;
+	uint16_t reserved;
+	uint32_t src_qpn;	/* the requester's QP */
+	uint32_t dst_qpn;	/* the responder's QP */
+	uint8_t src_gid[16];	/* STREAM: the requester's GID (its sgid_index entry) */
+	/* VERIFY, LOCAL_CLAIM: the stream's two ends as its responder sees them */
+	uint8_t req_addr[16];
+	uint8_t resp_addr[16];
+	uint16_t req_port;
+	uint16_t resp_port;
+	uint32_t reserved2;
 } __attribute__((packed));
+
+enum wire_verdict_code {
+	VERDICT_NOT_MINE = 0,	/* no stream of the asker's description is this engine's */
+	VERDICT_MINE = 1,
+};
+
+#define VERDICT_SAME_HOST	0x01	/* VERIFY: local_name may be asked for the same-host path */
+#define WIRE_LOCAL_NAME_LEN	44
+
+/* The answer to a VERIFY or a LOCAL_CLAIM hello, on the same connection. */
+struct wire_verdict {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t length;	/* sizeof(struct wire_verdict) */
+	uint8_t verdict;	/* enum wire_verdict_code */
+	uint8_t flags;
+	uint16_t reserved;
+	/* LOCAL_CLAIM: where WIRE_PROBE lies in the answering process, so that the asker can
+	 * try process_vm_readv(2) on it (ptrace rules and seccomp may refuse it) */
+	uint64_t probe_addr;
+	char local_name[WIRE_LOCAL_NAME_LEN];	/* VERIFY: abstract AF_UNIX name, NUL-padded */
+} __attribute__((packed));
+
+#define WIRE_PROBE	"softrdma-probe!"	/* 16 bytes with its NUL */
 
 /* IBA Base Transport Header. */
 struct wire_bth {
@@ -43,6 +80,14 @@ struct wire_bth {
 /* A reserved BTH bit that softrdma uses between its own engines: the frame carries, in
  * place of its payload, where the payload lies in the requester's memory (peer_mem.c). */
 #define BTH_BY_REF	0x40000000u
+/*
+ * Another of them: the headers end with an ACKETH (below), the sender's acknowledgement of
+ * the receiver's own requests, carried on the sender's request stream. It keeps what
+ * causality a single RoCE wire gives: an answer the sender's application posts after a
+ * receive completion cannot overtake the ACK that came before that completion, although
+ * the two travel on different streams.
+ */
+#define BTH_ACKED	0x20000000u
 #define BTH_PSN_MASK	0x00ffffffu
 #define BTH_QPN_MASK	0x00ffffffu
 
@@ -71,6 +116,11 @@ struct wire_atmack {
 struct wire_deth {
 	uint32_t qkey;
 	uint32_t src_qp;	/* 8 reserved bits, 24-bit source QP */
+} __attribute__((packed));
+
+/* softrdma's piggybacked acknowledgement: every request up to psn executed (RC only). */
+struct wire_acketh {
+	uint32_t psn;		/* 8 reserved bits, 24-bit PSN */
 } __attribute__((packed));
 
 struct wire_immdt {
@@ -179,12 +229,20 @@ struct wire_packet {
 	uint32_t src_qp;	/* DETH */
 	uint64_t payload_len;	/* with by_ref: of the descriptor, until it is read */
 	bool by_ref;
+	bool acked;		/* an ACKETH: the receiver's requests up to acked_psn are done */
+	uint32_t acked_psn;
 };
 
 /* The header length a frame of this opcode needs, or 0 if the opcode is not accepted. */
 static inline unsigned int wire_header_len(uint8_t opcode)
 {
 	return wire_opcodes[opcode].name ? wire_opcodes[opcode].hdr_len : 0;
+}
+
+/* The headers of the frame whose BTH is at hdr (12 bytes needed): with an ACKETH if it has one. */
+static inline unsigned int wire_frame_header_len(const uint8_t *hdr)
+{
+	return wire_header_len(hdr[0]) + (((uint32_t)hdr[8] << 24) & BTH_ACKED ? 4 : 0);
 }
 
 /* Parses BTH + extension headers of a frame whose length word said frame_len: 0 or EPROTO. */

@@ -30,15 +30,15 @@ struct ibv_ah *sr_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		errno = ret;
 		return NULL;
 	}
-	ah->eah.ibv_ah.context = pd->context;
-	ah->eah.ibv_ah.pd = pd;
-	ah->eah.ibv_ah.handle = ah->obj.handle;
-	memcpy(ah->eah.dgid, attr->grh.dgid.raw, 16);
-	memcpy(ah->eah.sgid, ctx->gids[attr->grh.sgid_index].raw, 16);
-	ah->eah.hop_limit = attr->grh.hop_limit;
-	ah->eah.traffic_class = attr->grh.traffic_class;
+	ah->ibv_ah.context = pd->context;
+	ah->ibv_ah.pd = pd;
+	ah->ibv_ah.handle = ah->obj.handle;
+	memcpy(ah->av.dgid, attr->grh.dgid.raw, 16);
+	memcpy(ah->av.sgid, ctx->gids[attr->grh.sgid_index].raw, 16);
+	ah->av.hop_limit = attr->grh.hop_limit;
+	ah->av.traffic_class = attr->grh.traffic_class;
 	sr_obj_publish(ctx, &ah->obj);
-	return &ah->eah.ibv_ah;
+	return &ah->ibv_ah;
 }
 
 int sr_ah_teardown(struct sr_context *ctx, struct sr_ah *ah)

@@ -6,6 +6,7 @@
 
 #include "softrdma.h"
 #include "emu/cq.h"
+#include "emu/qp.h"
 #include "kernel-abi/comp_channel.h"
 
 #define CQ_REF(cq)	SR_CQ_REF(cq)
@@ -15,9 +16,8 @@ static void cq_overrun(void *owner, struct emu_cq *ecq)
 	struct sr_cq *cq = owner;
 
 	(void)ecq;
-	if (sr_raise_async_event(to_sr_context(cq->vcq.cq.context), (uintptr_t)&cq->vcq.cq,
-				 IBV_EVENT_CQ_ERR))
-		atomic_fetch_add(&cq->async.raised, 1);
+	emu_async_event(to_sr_context(cq->vcq.cq.context)->async_notify_fd,
+			(uintptr_t)&cq->vcq.cq, IBV_EVENT_CQ_ERR, &cq->async.raised);
 }
 
 /* The write end of a softrdma completion channel, or -1 (EINVAL) for anything else. */

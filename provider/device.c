@@ -61,14 +61,6 @@ static const struct verbs_context_ops sr_context_ops = {
 	.resize_cq = sr_resize_cq,
 };
 
-bool sr_raise_async_event(struct sr_context *ctx, uint64_t element, enum ibv_event_type type)
-{
-	struct uverbs_async_event ev = { .element = element, .event_type = type };
-
-	/* A full pipe: nobody reads the events, and this one is lost, as on a full kernel queue. */
-	return write(ctx->async_notify_fd, &ev, sizeof(ev)) == sizeof(ev);
-}
-
 static struct verbs_context *sr_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 					      void *private_data)
 {

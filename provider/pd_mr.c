@@ -172,7 +172,7 @@ struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 		return NULL;
 	ret = sr_obj_create(ctx, &mw->obj, SR_OBJ_MW, &parent, 1);
 	if (!ret) {
-		ret = mw_alloc(mem_of(ctx), to_sr_pd(pd)->id, type, &mw->emw.window);
+		ret = mw_alloc(mem_of(ctx), to_sr_pd(pd)->id, type, &mw->window);
 		if (ret)
 			sr_obj_unmake(ctx, &mw->obj);
 	}
@@ -182,18 +182,18 @@ struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 		return NULL;
 	}
 	/* libibverbs' ibv_alloc_mw() leaves the whole object to the provider. */
-	mw->emw.ibv_mw.context = pd->context;
-	mw->emw.ibv_mw.pd = pd;
-	mw->emw.ibv_mw.rkey = mw->emw.window->rkey;
-	mw->emw.ibv_mw.handle = mw->obj.handle;
-	mw->emw.ibv_mw.type = type;
+	mw->ibv_mw.context = pd->context;
+	mw->ibv_mw.pd = pd;
+	mw->ibv_mw.rkey = mw->window->rkey;
+	mw->ibv_mw.handle = mw->obj.handle;
+	mw->ibv_mw.type = type;
 	sr_obj_publish(ctx, &mw->obj);
-	return &mw->emw.ibv_mw;
+	return &mw->ibv_mw;
 }
 
 int sr_mw_teardown(struct sr_context *ctx, struct sr_mw *mw)
 {
-	int ret = mw_dealloc(mem_of(ctx), mw->emw.window);
+	int ret = mw_dealloc(mem_of(ctx), mw->window);
 
 	if (ret && !ctx->closing) {
 		sr_obj_destroy_cancel(ctx, &mw->obj);

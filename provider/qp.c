@@ -242,9 +242,92 @@ int sr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 	return ret;
 }
 
-int sr_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+/* The engine's form of one WR (emu/qp.h); EINVAL for a WR that names no object it needs. */
+static int convert_send_wr(const struct ibv_send_wr *wr, enum ibv_qp_type type,
+			   struct emu_send_wr *out)
 {
-	return emu_qp_post_send(to_sr_qp(qp)->qp, wr, bad_wr);
+	*out = (struct emu_send_wr){
+		.wr_id = wr->wr_id,
+		.opcode = wr->opcode,
+		.send_flags = wr->send_flags,
+		.imm_data = wr->imm_data,
+		.invalidate_rkey = wr->invalidate_rkey,
+		.num_sge = wr->num_sge,
+		.sg_list = wr->sg_list,
+	};
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		out->rdma.remote_addr = wr->wr.rdma.remote_addr;
+		out->rdma.rkey = wr->wr.rdma.rkey;
+		return 0;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		out->atomic.remote_addr = wr->wr.atomic.remote_addr;
+		out->atomic.rkey = wr->wr.atomic.rkey;
+		out->atomic.compare_add = wr->wr.atomic.compare_add;
+		out->atomic.swap = wr->wr.atomic.swap;
+		return 0;
+	case IBV_WR_BIND_MW: {
+		const struct ibv_mw_bind_info *info = &wr->bind_mw.bind_info;
+
+		if (!wr->bind_mw.mw)
+			return EINVAL;
+		out->bind.window = to_sr_mw(wr->bind_mw.mw)->window;
+		out->bind.req = (struct mw_bind_req){
+			.new_rkey = wr->bind_mw.rkey,
+			.has_mr = info->mr != NULL,
+			.mr_lkey = info->mr ? info->mr->lkey : 0,
+			.addr = info->addr,
+			.length = info->length,
+			.access = (int)info->mw_access_flags,
+		};
+		return 0;
+	}
+	default:
+		break;
+	}
+	if (type == IBV_QPT_UD) {
+		if (!wr->wr.ud.ah)
+			return EINVAL;
+		out->ud.av = &to_sr_ah(wr->wr.ud.ah)->av;
+		out->ud.remote_qpn = wr->wr.ud.remote_qpn;
+		out->ud.remote_qkey = wr->wr.ud.remote_qkey;
+	}
+	return 0;
+}
+
+#define POST_ON_STACK	16	/* longer chains are translated into a heap array */
+
+int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct emu_send_wr on_stack[POST_ON_STACK], *wrs = on_stack;
+	struct ibv_send_wr *w;
+	unsigned int n = 0, bad = 0;
+	int ret = 0;
+
+	for (w = wr; w; w = w->next)
+		n++;
+	if (!n)
+		return 0;
+	if (n > POST_ON_STACK && !(wrs = malloc(n * sizeof(*wrs)))) {
+		*bad_wr = wr;
+		return ENOMEM;
+	}
+	n = 0;
+	for (w = wr; w && !ret; w = w->next)
+		ret = convert_send_wr(w, ibqp->qp_type, &wrs[n++]);
+	if (ret)
+		bad = n - 1;
+	else
+		ret = emu_qp_post_send(to_sr_qp(ibqp)->qp, wrs, n, &bad);
+	if (ret)
+		for (*bad_wr = wr; bad--; *bad_wr = (*bad_wr)->next)
+			;
+	if (wrs != on_stack)
+		free(wrs);
+	return ret;
 }
 
 int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)

@@ -12,6 +12,7 @@
 #include "kernel-abi/provider_abi.h"
 #include "provider/cq_ex.h"
 #include "provider/qp_ex.h"
+#include "emu/qp.h"
 
 struct sr_device {
 	struct verbs_device vdev;
@@ -100,15 +101,17 @@ struct sr_mr {
 	struct sr_obj obj;
 };
 
-/* The engine reads the emu_mw (emu/qp.h) that a struct ibv_mw * points to. */
-struct sr_mw {
-	struct emu_mw emw;
+/* An address handle: what the engine sends a UD datagram to (emu/qp.h). */
+struct sr_ah {
+	struct ibv_ah ibv_ah;
+	struct emu_av av;
 	struct sr_obj obj;
 };
 
-/* The engine reads the emu_ah (emu/qp.h) that a struct ibv_ah * points to. */
-struct sr_ah {
-	struct emu_ah eah;
+/* A memory window: its slot in the engine's key table (emu/mr.h). */
+struct sr_mw {
+	struct ibv_mw ibv_mw;
+	struct mem_region *window;
 	struct sr_obj obj;
 };
 
@@ -176,13 +179,20 @@ static inline struct sr_qp *to_sr_qp(struct ibv_qp *qp)
 	return (struct sr_qp *)((char *)qp - offsetof(struct sr_qp, vqp.qp));
 }
 
+static inline struct sr_ah *to_sr_ah(struct ibv_ah *ah)
+{
+	return (struct sr_ah *)ah;
+}
+
+static inline struct sr_mw *to_sr_mw(struct ibv_mw *mw)
+{
+	return (struct sr_mw *)mw;
+}
+
 static inline struct sr_srq *to_sr_srq(struct ibv_srq *srq)
 {
 	return (struct sr_srq *)((char *)srq - offsetof(struct sr_srq, vsrq.srq));
 }
-
-/* Writes one async event record (the engine writes its own); false if the pipe was full. */
-bool sr_raise_async_event(struct sr_context *ctx, uint64_t element, enum ibv_event_type type);
 
 /* The application's reference to an object: what a verb was handed. */
 #define SR_REF(o, ibobj, t)	((struct sr_obj_ref){ &(o)->obj, (ibobj)->handle, (t) })

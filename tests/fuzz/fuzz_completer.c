@@ -21,42 +21,42 @@ static void post(struct fuzz_env *env)
 		{ .addr = src->iova + 64, .length = 32, .lkey = src->lkey },
 		{ .addr = dst->iova + 1024, .length = 64, .lkey = dst->lkey },
 	};
-	struct ibv_send_wr wr[5] = {
-		{ .opcode = IBV_WR_RDMA_READ, .wr.rdma = { FUZZ_IOVA(1), 0x1234 } },
-		{ .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr.atomic = { FUZZ_IOVA(1), 1, 0, 0x1234 } },
-		{ .opcode = IBV_WR_RDMA_WRITE, .wr.rdma = { FUZZ_IOVA(1), 0x1234 } },
+	struct emu_send_wr wr[5] = {
+		{ .opcode = IBV_WR_RDMA_READ, .rdma = { FUZZ_IOVA(1), 0x1234 } },
+		{ .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .atomic = { FUZZ_IOVA(1), 0x1234, 1, 0 } },
+		{ .opcode = IBV_WR_RDMA_WRITE, .rdma = { FUZZ_IOVA(1), 0x1234 } },
 		{ .opcode = IBV_WR_SEND },
-		{ .opcode = IBV_WR_RDMA_READ, .wr.rdma = { FUZZ_IOVA(1) + 256, 0x1234 } },
+		{ .opcode = IBV_WR_RDMA_READ, .rdma = { FUZZ_IOVA(1) + 256, 0x1234 } },
 	};
-	struct ibv_send_wr *bad;
+	unsigned int bad;
 
 	for (int i = 0; i < 5; i++) {
 		wr[i].wr_id = (uint64_t)i;
 		wr[i].sg_list = &sge[i];
 		wr[i].num_sge = 1;
 		wr[i].send_flags = IBV_SEND_SIGNALED;
-		wr[i].next = i < 4 ? &wr[i + 1] : NULL;
 	}
-	if (emu_qp_post_send(env->rc, wr, &bad))
+	if (emu_qp_post_send(env->rc, wr, 5, &bad))
 		abort();
 }
 
 static void feed_on_engine(struct fuzz_env *env, int fd)
 {
 	struct emu_qp *qp = env->rc;
-	struct conn *c = conn_accept(env->engine, fd, &env->peer);
+	struct conn *c;
 
+	pthread_mutex_lock(&qp->lock);
+	c = conn_adopt(env->engine, fd, &env->peer, &env->peer, qp, FUZZ_PEER_QPN);
 	if (!c)
 		abort();
-	pthread_mutex_lock(&qp->lock);
-	if (qp->req_conn)
-		conn_close(qp->req_conn);	/* to port 1: refused anyway */
+	if (qp->streams.req)
+		conn_close(qp->streams.req);	/* to port 1: refused anyway */
 	/* Our stream, as if the QP had opened it and the peer had answered the hello. */
 	c->initiator = true;
 	c->state = CONN_OPEN;
-	c->qp = qp;
-	qp->req_conn = c;
-	qp->timer_ns = 0;
+	c->rx.hold = 0;
+	qp->streams.req = c;
+	qp->comp.timer_ns = 0;
 	pthread_mutex_unlock(&qp->lock);
 	post(env);
 	for (int turn = 0; c->state != CONN_CLOSED && turn < 64; turn++)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer: an RC stream as a peer sends it, hello first, then frames, into the real
- * engine's stream reader and responder against registered memory (fuzz_env.h). The bytes
+ * engine's stream reader and responder against registered memory (fuzz_env.h). The hello's
+ * claim is believed, as the peer's engine would confirm it (emu/handshake.c). The bytes
  * arrive through a socketpair whose far end is closed after them, and the engine thread
  * reads them in one engine_call_sync(), so each input is finished when the call returns.
  */
@@ -12,7 +13,7 @@
 
 static void feed_on_engine(struct fuzz_env *env, int fd)
 {
-	struct conn *c = conn_accept(env->engine, fd, &env->peer);
+	struct conn *c = handshake_fuzz_stream(env->engine, fd, &env->peer);
 
 	/* The reader stops after a batch of frames; the rest is read on the next turns. */
 	for (int turn = 0; c && c->state != CONN_CLOSED && turn < 64; turn++)

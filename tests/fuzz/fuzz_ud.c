@@ -15,7 +15,8 @@ static void read_on_engine(void *arg)
 {
 	struct emu_engine *e = arg;
 
-	ud_on_datagram(&e->listeners[0]->udp_watch, IO_IN);
+	/* Its first address is GID 0, ::ffff:127.0.0.1, where the datagram was sent. */
+	ud_on_datagram(&e->listeners[0]->socks[0].udp_watch, IO_IN);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,7 +1,8 @@
 # Two network namespaces joined by a veth pair, for the tests that run a server in one and a
 # client in the other. Source after lib.sh; netns_setup TAG [ipv6] creates them (names and
 # addresses unique per run, existing only inside the namespaces), removes them at exit, and
-# sets ns_srv ns_cli ip_srv ip_cli (ip6_srv ip6_cli with ipv6) and pairs.sh's srv_in cli_in
+# sets ns_srv ns_cli veth_srv veth_cli ip_srv ip_cli (ip6_srv ip6_cli with ipv6) and
+# pairs.sh's srv_in cli_in (which attach the device to the side's veth: SOFTRDMA_NETDEVS)
 # where_srv where_cli. Without root the test is skipped.
 if [ "$(id -u)" -ne 0 ]; then
 	echo "skipped: needs root for network namespaces"
@@ -25,7 +26,9 @@ netns_setup() {
 		finish
 	fi
 	pass "namespaces $ns_srv ($ip_srv${ip6_srv:+, $ip6_srv}) and $ns_cli ($ip_cli${ip6_cli:+, $ip6_cli}) joined by $veth_srv-$veth_cli"
-	srv_in=(ip netns exec "$ns_srv") cli_in=(ip netns exec "$ns_cli")
+	# Each side's device attached to its veth, as rxe would be (loopback only otherwise).
+	srv_in=(ip netns exec "$ns_srv" env SOFTRDMA_NETDEVS="$veth_srv")
+	cli_in=(ip netns exec "$ns_cli" env SOFTRDMA_NETDEVS="$veth_cli")
 	where_srv=" (in $ns_srv)" where_cli=" (in $ns_cli)"
 }
 

@@ -14,9 +14,10 @@ expect_contains "GID 0 is IPv4 loopback" "$out" 'GID\[  0\]:[[:space:]]+::ffff:1
 expect_contains "limits are reported" "$out" 'max_qp:[[:space:]]+[1-9][0-9]*'
 expect_contains "max_mr_size" "$out" 'max_mr_size:[[:space:]]+0x[0-9a-f]+'
 
-# Every IPv4 address of the host appears as an IPv4-mapped GID.
-for addr in $(ip -o -4 addr show 2>/dev/null | awk '{print $4}' | cut -d/ -f1); do
-	expect_contains "GID for $addr" "$out" "GID\\[ *[0-9]+\\]:[[:space:]]+::ffff:${addr//./\\.}, RoCE v2"
+# Attached to loopback only, unless told otherwise: no other address of the host has a GID
+# (test_netdevs attaches others).
+for addr in $(ip -o -4 addr show 2>/dev/null | awk '$2 != "lo" {print $4}' | cut -d/ -f1); do
+	expect_absent "no GID for $addr (not attached)" "$out" "::ffff:${addr//./\\.}, RoCE v2"
 done
 
 # Unless asked, libibverbs is silent: no warnings about our tree or provider.
@@ -29,11 +30,22 @@ expect_contains "non-RDMA program unaffected" "$out" '^/dev/null$'
 [ $rc -eq 7 ] && pass "exit status passed through" || fail "exit status $rc, expected 7"
 
 # `softrdma env` gives the same device to a plain shell.
-out=$(bash -c "eval \"\$('$SOFTRDMA' env)\" && ibv_devices" 2>&1)
+out=$(bash -c "eval \"\$('$SOFTRDMA' env)\" && ibv_devices && echo \"netdevs=[\$SOFTRDMA_NETDEVS]\" &&
+	rm -rf \"\$SYSFS_PATH\"" 2>&1)
 expect_contains "softrdma env" "$out" 'softrdma0'
+expect_contains "softrdma env exports SOFTRDMA_NETDEVS" "$out" '^netdevs=\[\]$'
 
 out=$("$SOFTRDMA" devices 2>&1)
 expect_contains "softrdma devices" "$out" '^ +0  0000:0000:0000:0000:0000:ffff:7f00:0001  lo$'
+expect_contains "softrdma devices: the netdevs" "$out" '^netdevs: +loopback \(attach others'
+expect_absent "softrdma devices: nothing but lo" "$out" '^ +[0-9]+  [0-9a-f:]+  [^l]'
+
+out=$("$SOFTRDMA" devices --netdev no-such-if0 2>&1); rc=$?
+[ $rc -ne 0 ] && pass "a netdev that does not exist is an error" || fail "--netdev no-such-if0 exited 0"
+expect_contains "the error names it" "$out" "no network interface 'no-such-if0'"
+out=$(SOFTRDMA_NETDEVS=no-such-if0 "$SOFTRDMA" run -- true 2>&1); rc=$?
+[ $rc -ne 0 ] && pass "SOFTRDMA_NETDEVS naming no interface: run fails" || fail "run exited 0"
+expect_contains "run names it" "$out" "no network interface 'no-such-if0'"
 
 out=$("$SOFTRDMA" run 2>&1); rc=$?
 [ $rc -ne 0 ] && pass "run without command fails" || fail "run without command succeeded"

@@ -7,18 +7,19 @@
 netns_setup n
 . "$(dirname "$0")/pairs.sh"
 
-# gid_index NS IPV4: the index of IPV4's GID in the table `softrdma devices` shows in NS.
+# gid_index SIDE IPV4: the index of IPV4's GID in the table `softrdma devices` shows on
+# SIDE (srv or cli: in its namespace, attached to its veth).
 gid_index() {
-	local gid
+	local gid side_in="${1}_in[@]"
 	gid=0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${2//./ })
-	ip netns exec "$1" "$SOFTRDMA" devices 2>&1 | awk -v gid="$gid" '$2 == gid { print $1 }'
+	"${!side_in}" "$SOFTRDMA" devices 2>&1 | awk -v gid="$gid" '$2 == gid { print $1 }'
 }
-gid_srv=$(gid_index "$ns_srv" "$ip_srv")
-gid_cli=$(gid_index "$ns_cli" "$ip_cli")
+gid_srv=$(gid_index srv "$ip_srv")
+gid_cli=$(gid_index cli "$ip_cli")
 if [ -z "$gid_srv" ] || [ -z "$gid_cli" ]; then
 	fail "no GID for the veth address: server index '$gid_srv', client index '$gid_cli'"
-	ip netns exec "$ns_srv" "$SOFTRDMA" devices >&2
-	ip netns exec "$ns_cli" "$SOFTRDMA" devices >&2
+	"${srv_in[@]}" "$SOFTRDMA" devices >&2
+	"${cli_in[@]}" "$SOFTRDMA" devices >&2
 	finish
 fi
 pass "GID index $gid_srv is $ip_srv in $ns_srv, $gid_cli is $ip_cli in $ns_cli"

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "rc_fixture.h"
+#include "emu/counter_store.h"
 
 uint64_t rc_now_ms(void)
 {
@@ -519,34 +520,39 @@ int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 	return ibv_post_send(qp, &wr, &bad);
 }
 
+/*
+ * As `softrdma counters` does: asks the run's processes to publish (this one answers
+ * through its engine's publisher) and reads this process's own record once it answered.
+ */
 uint64_t rc_port_counter(const char *name)
 {
 	const char *root = getenv("SYSFS_PATH");
-	char path[4096], line[64];
-	uint64_t value = 0;
-	FILE *names, *values;
-	long index = 0;
+	char why[RUN_DIR_WHY_LEN], me[64];
+	struct store_record r;
+	uint64_t stamp, value = 0;
+	struct store s;
+	int id = -1;
 
 	assert_non_null(root);
-	snprintf(path, sizeof(path), "%s/class/infiniband/softrdma0/ports/1/softrdma_counters_names",
-		 root);
-	names = fopen(path, "r");
-	assert_non_null(names);
-	for (;;) {
-		if (!fgets(line, sizeof(line), names))
-			fail_msg("no port counter named %s", name);
-		line[strcspn(line, "\n")] = 0;
-		if (!strcmp(line, name))
+	for (int i = 0; i < EMU_CNT_MAX; i++)
+		if (!strcmp(emu_counter_names[i], name))
+			id = i;
+	if (id < 0)
+		fail_msg("no port counter named %s", name);
+	if (store_open(&s, root, why))
+		fail_msg("the run's counter store: %s", why);
+	snprintf(me, sizeof(me), "%ld-%llu", (long)getpid(), store_proc_start(getpid()));
+	assert_int_equal(store_request_refresh(&s, &stamp, why), 0);
+	for (int waited = 0;; waited += 5) {
+		if (!store_read_record(&s, me, false, &r) && r.answered >= stamp) {
+			value = r.v[id];
 			break;
-		index++;
+		}
+		if (waited > 10000)
+			fail_msg("this process did not publish its counters within 10 s");
+		usleep(5000);
 	}
-	fclose(names);
-	path[strlen(path) - strlen("_names")] = 0;
-	values = fopen(path, "r");
-	assert_non_null(values);
-	assert_int_equal(fseek(values, index * (long)sizeof(value), SEEK_SET), 0);
-	assert_int_equal(fread(&value, sizeof(value), 1, values), 1);
-	fclose(values);
+	store_close(&s);
 	return value;
 }
 

@@ -159,6 +159,34 @@ static void test_grh_precedes_the_datagram(void **state)
 	scene_destroy(&s);
 }
 
+/* The AH's traffic class and hop limit travel in the IP header, and the GRH reports them. */
+static void test_traffic_class_and_hop_limit_carried(void **state)
+{
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct ibv_ah_attr seen;
+	struct ud_scene s;
+	struct ibv_wc wc;
+	uint8_t *grh;
+
+	scene_init(&s, state, QKEY_A, QKEY_A);
+	assert_int_equal(ibv_destroy_ah(s.ah), 0);
+	ah_attr.grh.dgid = s.env->gid;
+	ah_attr.grh.traffic_class = 252;
+	ah_attr.grh.hop_limit = 9;
+	s.ah = ibv_create_ah(s.env->pd, &ah_attr);
+	assert_non_null(s.ah);
+	grh = s.b.buf->p;
+	post_slot(&s.b, 0, SLOT);
+	send_to(&s, &s.a, &s.b, 1, 16, QKEY_A, 5, NULL);
+	rc_expect_wc(s.b.cq, 0, IBV_WC_SUCCESS, &wc);
+	assert_int_equal(grh[21], 252);				/* IPv4 TOS */
+	assert_int_equal(grh[28], 9);				/* TTL */
+	assert_int_equal(ipv4_header_sum(grh + 20), 0xffff);
+	assert_int_equal(ibv_init_ah_from_wc(s.env->ctx, 1, &wc, (struct ibv_grh *)grh, &seen), 0);
+	assert_int_equal(seen.grh.traffic_class, 252);
+	scene_destroy(&s);
+}
+
 /* libibverbs builds the reply's address from the GRH: the answer reaches the sender. */
 static void test_reply_through_ah_from_wc(void **state)
 {
@@ -303,6 +331,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(grh_precedes_the_datagram),
+		T(traffic_class_and_hop_limit_carried),
 		T(reply_through_ah_from_wc),
 		T(qkey_mismatch_is_dropped_and_counted),
 		T(controlled_qkey_sends_the_qps_own),
