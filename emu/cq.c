@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@ struct emu_cq {
 	enum cq_arm arm;
 	bool error;
 	int notify_fd;
+	_Atomic uint32_t events_raised;	/* records written to notify_fd */
 	uint64_t handle;
 	emu_cq_error_fn on_error;
 	void *owner;
@@ -128,9 +130,16 @@ static void raise_event(struct emu_cq *cq)
 {
 	struct uverbs_comp_event ev = { .cq_handle = cq->handle };
 
-	if (cq->notify_fd >= 0 && write(cq->notify_fd, &ev, sizeof(ev)) != sizeof(ev)) {
-		/* A full pipe already holds events the reader has not taken: it will wake. */
-	}
+	if (cq->notify_fd < 0)
+		return;
+	if (write(cq->notify_fd, &ev, sizeof(ev)) == sizeof(ev))
+		atomic_fetch_add_explicit(&cq->events_raised, 1, memory_order_relaxed);
+	/* else a full pipe already holds events the reader has not taken: it will wake. */
+}
+
+uint32_t emu_cq_events_raised(const struct emu_cq *cq)
+{
+	return atomic_load_explicit(&cq->events_raised, memory_order_relaxed);
 }
 
 bool emu_cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)

@@ -40,5 +40,7 @@ int emu_cq_arm(struct emu_cq *cq, bool solicited_only);
  */
 bool emu_cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited);
 bool emu_cq_in_error(struct emu_cq *cq);
+/* Events written to the channel so far; final once no QP can complete into the CQ. */
+uint32_t emu_cq_events_raised(const struct emu_cq *cq);
 
 #endif

@@ -146,9 +146,9 @@ struct qp_streams {
 
 /*
  * A queue pair. qp->lock guards everything below but the constants (engine, qpn, type,
- * handle, async_fd, pd_handle, the CQs, srq, cap, udp_fd, faults), which are set at
- * creation and never change; it is held by posting threads, pollers that flush, and the
- * engine thread for every frame it reads for this QP.
+ * handle, async_fd, events_raised, pd_handle, the CQs, srq, cap, udp_fd, faults), which are
+ * set at creation and never change; it is held by posting threads, pollers that flush, and
+ * the engine thread for every frame it reads for this QP.
  */
 struct emu_qp {
 	struct emu_engine *engine;
@@ -157,6 +157,7 @@ struct emu_qp {
 	enum ibv_qp_type type;
 	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
 	int async_fd;
+	_Atomic uint32_t *events_raised;	/* the provider's count of them, or NULL */
 	uint32_t pd_handle;
 	struct emu_cq *send_cq, *recv_cq;
 	struct emu_srq *srq;	/* its receives come from this SRQ; NULL: from rq */

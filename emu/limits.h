@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the emulated NIC supports. The provider advertises exactly these numbers through
- * query_device/query_port, and the engine enforces them: there is no second copy of any limit.
+ * query_device/query_port, and they hold at exactly these values, per process (one process is
+ * one device, as rxe counts per device): the engine counts MRs, windows (emu/mr.c) and SRQs
+ * (emu/srq.c), the provider's object table the PDs, CQs, QPs and AHs (provider/objects.c).
+ * There is no second copy of any limit.
  */
 #ifndef SOFTRDMA_EMU_LIMITS_H
 #define SOFTRDMA_EMU_LIMITS_H

@@ -628,11 +628,7 @@ static int check_bind(struct mem_table *t, const struct mem_region *w,
 		      const struct mw_bind_req *b, struct mem_region **target)
 {
 	const struct mem_region *mr = NULL;
-	uint32_t cur_key = (uint32_t)atomic_load_explicit(&w->ctl, memory_order_relaxed);
 
-	/* Only the 8-bit key the consumer owns may change. */
-	if ((b->new_rkey ^ cur_key) & ~(uint32_t)MW_KEY_MASK)
-		return EINVAL;
 	if (b->access & ~MW_ACCESS_SUPPORTED)
 		return EINVAL;	/* ZERO_BASED among them: not built */
 	if (w->mw_type == IBV_MW_TYPE_2) {
@@ -673,10 +669,17 @@ int mw_bind(struct mem_table *t, struct mem_region *w, const struct mw_bind_req 
 	}
 	err = check_bind(t, w, b, &mr);
 	if (!err) {
+		/*
+		 * The consumer owns the low 8 bits of the key and nothing else: the rest of the
+		 * new key is ignored, as rxe_do_bind_mw() and mlx5 do.
+		 */
+		uint32_t key = ((uint32_t)atomic_load_explicit(&w->ctl, memory_order_relaxed) &
+				~(uint32_t)MW_KEY_MASK) | (b->new_rkey & MW_KEY_MASK);
+
 		/* Accesses under the old binding finish first; none starts under a mix. */
 		window_unbind(t, w);
-		w->lkey = b->new_rkey;
-		w->rkey = b->new_rkey;
+		w->lkey = key;
+		w->rkey = key;
 		if (mr) {
 			/*
 			 * The key checked above, not mr->lkey: waiting let go of the lock, and a

@@ -127,7 +127,7 @@ int mw_alloc(struct mem_table *t, uint32_t pd_handle, enum ibv_mw_type type,
 int mw_dealloc(struct mem_table *t, struct mem_region *w);
 
 struct mw_bind_req {
-	uint32_t	new_rkey;	/* only its MW_KEY_MASK bits may differ from the key's */
+	uint32_t	new_rkey;	/* only its MW_KEY_MASK bits count: the rest stays */
 	bool		has_mr;
 	uint32_t	mr_lkey;	/* the region to bind to, of the window's PD */
 	uint64_t	addr;

@@ -97,6 +97,7 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 	qp->state = IBV_QPS_RESET;
 	qp->handle = init->handle;
 	qp->async_fd = init->async_fd;
+	qp->events_raised = init->events_raised;
 	qp->pd_handle = init->pd_handle;
 	qp->send_cq = init->send_cq;
 	qp->recv_cq = init->recv_cq;
@@ -160,19 +161,25 @@ enum ibv_qp_state emu_qp_state(struct emu_qp *qp)
 	return s;
 }
 
-void emu_async_event(int fd, uint64_t element, enum ibv_event_type event)
+void emu_async_event(int fd, uint64_t element, enum ibv_event_type event,
+		     _Atomic uint32_t *raised)
 {
 	struct uverbs_async_event ev = { .element = element, .event_type = event };
 
-	if (fd >= 0 && write(fd, &ev, sizeof(ev)) != sizeof(ev)) {
-		/* The application is not reading its async events: they are lost, as on a full
-		 * kernel event queue. */
+	if (fd < 0)
+		return;
+	/* The provider's destroy settles the events it knows were written (provider/events.c). */
+	if (write(fd, &ev, sizeof(ev)) == sizeof(ev)) {
+		if (raised)
+			atomic_fetch_add_explicit(raised, 1, memory_order_relaxed);
 	}
+	/* else the application is not reading its async events: they are lost, as on a full
+	 * kernel event queue. */
 }
 
 void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event)
 {
-	emu_async_event(qp->async_fd, qp->handle, event);
+	emu_async_event(qp->async_fd, qp->handle, event, qp->events_raised);
 }
 
 enum recv_take qp_take_recv(struct emu_qp *qp, uint64_t need, struct recv_wqe *into)

@@ -3,6 +3,7 @@
 #ifndef SOFTRDMA_EMU_QP_H
 #define SOFTRDMA_EMU_QP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -66,9 +67,12 @@ const char *emu_engine_backend(struct emu_engine *e);
 /*
  * Writes one async event record for libibverbs' ibv_get_async_event() to fd, the write end
  * of the device context's event pipe: the one writer of every event, the engine's and the
- * provider's. element is the ibv_qp/ibv_cq/ibv_srq pointer the event names.
+ * provider's. element is the ibv_qp/ibv_cq/ibv_srq pointer the event names. A record
+ * written is counted in *raised, if not NULL: the provider's destroy settles the object's
+ * events with it (provider/events.c).
  */
-void emu_async_event(int fd, uint64_t element, enum ibv_event_type event);
+void emu_async_event(int fd, uint64_t element, enum ibv_event_type event,
+		     _Atomic uint32_t *raised);
 
 struct emu_qp_init {
 	enum ibv_qp_type type;
@@ -79,6 +83,7 @@ struct emu_qp_init {
 	bool sq_sig_all;
 	uint64_t handle;		/* async events carry it */
 	int async_fd;			/* where they go */
+	_Atomic uint32_t *events_raised;	/* counts those written, if not NULL */
 };
 
 int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp **out);

@@ -24,6 +24,7 @@ struct emu_srq {
 	uint32_t pd_handle;
 	uint64_t handle;
 	int async_fd;
+	_Atomic uint32_t *events_raised;
 	int users;			/* QPs taking their receives from it */
 };
 
@@ -161,6 +162,7 @@ int emu_srq_create(struct emu_engine *e, struct emu_srq_init *init, struct emu_s
 	srq->pd_handle = init->pd_handle;
 	srq->handle = init->handle;
 	srq->async_fd = init->async_fd;
+	srq->events_raised = init->events_raised;
 	*out = srq;
 	return 0;
 }
@@ -258,6 +260,7 @@ enum recv_take srq_take(struct emu_srq *srq, uint64_t need, struct recv_wqe *int
 	pthread_mutex_unlock(&srq->lock);
 	into->pd_handle = srq->pd_handle;
 	if (limit_reached)
-		emu_async_event(srq->async_fd, srq->handle, IBV_EVENT_SRQ_LIMIT_REACHED);
+		emu_async_event(srq->async_fd, srq->handle, IBV_EVENT_SRQ_LIMIT_REACHED,
+				srq->events_raised);
 	return got;
 }

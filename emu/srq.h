@@ -6,6 +6,7 @@
 #ifndef SOFTRDMA_EMU_SRQ_H
 #define SOFTRDMA_EMU_SRQ_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
@@ -17,6 +18,7 @@ struct emu_srq_init {
 	struct ibv_srq_attr attr;	/* in: asked for; out: granted (srq_limit is 0) */
 	uint64_t handle;		/* the ibv_srq pointer, as async events carry it */
 	int async_fd;			/* where they go */
+	_Atomic uint32_t *events_raised;	/* counts those written, if not NULL */
 };
 
 /* 0, EINVAL (max_wr 0 or above the limits, max_sge above them) or ENOMEM (too many SRQs). */

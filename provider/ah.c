@@ -5,36 +5,53 @@
 #include <string.h>
 
 #include "softrdma.h"
-#include "emu/limits.h"
-#include "emu/qp.h"
+
+#define AH_REF(ah)	SR_REF((struct sr_ah *)(ah), ah, SR_OBJ_AH)
 
 struct ibv_ah *sr_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct sr_context *ctx = to_sr_context(pd->context);
-	union ibv_gid sgid;
+	struct sr_obj_ref parent = SR_PD_REF(pd);
 	struct sr_ah *ah;
+	int ret;
 
 	/* RoCE: an address is a GID, so every AH carries a GRH, as the kernel requires. */
 	if (attr->port_num != 1 || !attr->is_global ||
-	    attr->grh.sgid_index >= (unsigned int)ctx->gid_count ||
-	    ibv_query_gid(pd->context, 1, attr->grh.sgid_index, &sgid)) {
+	    attr->grh.sgid_index >= (unsigned int)ctx->gid_count) {
 		errno = EINVAL;
 		return NULL;
 	}
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
 		return NULL;
+	ret = sr_obj_create(ctx, &ah->obj, SR_OBJ_AH, &parent, 1);
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
 	ah->ibv_ah.context = pd->context;
 	ah->ibv_ah.pd = pd;
+	ah->ibv_ah.handle = ah->obj.handle;
 	memcpy(ah->av.dgid, attr->grh.dgid.raw, 16);
-	memcpy(ah->av.sgid, sgid.raw, 16);
+	memcpy(ah->av.sgid, ctx->gids[attr->grh.sgid_index].raw, 16);
 	ah->av.hop_limit = attr->grh.hop_limit;
 	ah->av.traffic_class = attr->grh.traffic_class;
+	sr_obj_publish(ctx, &ah->obj);
 	return &ah->ibv_ah;
 }
 
-int sr_destroy_ah(struct ibv_ah *ah)
+int sr_ah_teardown(struct sr_context *ctx, struct sr_ah *ah)
 {
-	free(to_sr_ah(ah));
+	sr_obj_unmake(ctx, &ah->obj);
+	free(ah);
 	return 0;
+}
+
+int sr_destroy_ah(struct ibv_ah *ibah)
+{
+	struct sr_context *ctx = to_sr_context(ibah->context);
+	int ret = sr_obj_destroy_begin(ctx, AH_REF(ibah));
+
+	return ret ? ret : sr_ah_teardown(ctx, (struct sr_ah *)ibah);
 }

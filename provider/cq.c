@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Completion queues: the provider side of emu/cq.c. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "softrdma.h"
@@ -8,13 +9,15 @@
 #include "emu/qp.h"
 #include "kernel-abi/comp_channel.h"
 
+#define CQ_REF(cq)	SR_CQ_REF(cq)
+
 static void cq_overrun(void *owner, struct emu_cq *ecq)
 {
 	struct sr_cq *cq = owner;
 
 	(void)ecq;
 	emu_async_event(to_sr_context(cq->vcq.cq.context)->async_notify_fd,
-			(uintptr_t)&cq->vcq.cq, IBV_EVENT_CQ_ERR);
+			(uintptr_t)&cq->vcq.cq, IBV_EVENT_CQ_ERR, &cq->async.raised);
 }
 
 /* The write end of a softrdma completion channel, or -1 (EINVAL) for anything else. */
@@ -34,20 +37,30 @@ static int channel_notify_fd(struct ibv_context *context, struct ibv_comp_channe
 }
 
 static int cq_init(struct sr_cq *cq, struct ibv_context *context, int cqe,
-	       struct ibv_comp_channel *channel)
+		   struct ibv_comp_channel *channel)
 {
+	struct sr_context *ctx = to_sr_context(context);
 	struct emu_cq_init init = { .cqe = cqe, .handle = (uintptr_t)&cq->vcq.cq,
 				    .on_error = cq_overrun, .owner = cq };
 	int ret = channel_notify_fd(context, channel, &init.notify_fd);
 
 	if (ret)
 		return ret;
-	/* cq_overrun needs the context before libibverbs gets to set it. */
-	cq->vcq.cq.context = context;
-	ret = emu_cq_create(&init, &cq->cq);
+	ret = sr_obj_create(ctx, &cq->obj, SR_OBJ_CQ, NULL, 0);
 	if (ret)
 		return ret;
+	/* cq_overrun needs the context before libibverbs gets to set it. */
+	cq->vcq.cq.context = context;
+	cq->channel = channel;
+	ret = emu_cq_create(&init, &cq->cq);
+	if (ret) {
+		sr_obj_unmake(ctx, &cq->obj);
+		return ret;
+	}
 	cq->vcq.cq.cqe = emu_cq_depth(cq->cq);
+	/* libibverbs' verbs_init_cq() leaves the handle alone. */
+	cq->vcq.cq.handle = cq->obj.handle;
+	sr_obj_publish(ctx, &cq->obj);
 	return 0;
 }
 
@@ -106,15 +119,49 @@ struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_ini
 	return &cq->vcq.cq_ex;
 }
 
-int sr_destroy_cq(struct ibv_cq *ibcq)
+/*
+ * A CQ with no QP raises no event, so what it raised is final: its unread events are
+ * removed and the destroy waits for the application to acknowledge the others, as
+ * ibv_cmd_destroy_cq() does with the counts the kernel returns (events.c).
+ */
+int sr_cq_teardown(struct sr_context *ctx, struct sr_cq *cq)
 {
-	struct sr_cq *cq = to_sr_cq(ibcq);
+	struct ibv_cq *ibcq = &cq->vcq.cq;
+	struct sr_settle ev[SR_SETTLE_MAX] = {
+		{ .pipe = sr_async_pipe(ctx), .element = (uintptr_t)ibcq, .type = SR_OBJ_CQ,
+		  .raised = atomic_load(&cq->async.raised),
+		  .taken = atomic_load(&cq->async.taken) },
+	};
+	int n = 1, ret;
 
+	if (cq->channel)
+		ev[n++] = (struct sr_settle){ .pipe = sr_comp_pipe(cq->channel),
+					      .element = (uintptr_t)ibcq, .type = SR_OBJ_CQ,
+					      .raised = emu_cq_events_raised(cq->cq),
+					      .taken = atomic_load(&cq->comp_taken) };
+	ret = sr_events_settle(ctx, ev, n);
+	if (ret && !ctx->closing) {
+		sr_obj_destroy_cancel(ctx, &cq->obj);
+		return ret;
+	}
 	emu_cq_destroy(cq->cq);
+	sr_obj_unmake(ctx, &cq->obj);
+	sr_events_wait_acked(ctx, &ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,
+			     ev[0].reported, n > 1 ? &ibcq->comp_events_completed : NULL,
+			     n > 1 ? ev[1].reported : 0);
 	if (cq->extended)
 		cq_ex_destroy(&cq->vcq.cq_ex);
 	free(cq);
 	return 0;
+}
+
+/* ibv_destroy_cq(3): EBUSY while a QP uses it. */
+int sr_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct sr_context *ctx = to_sr_context(ibcq->context);
+	int ret = sr_obj_destroy_begin(ctx, CQ_REF(ibcq));
+
+	return ret ? ret : sr_cq_teardown(ctx, to_sr_cq(ibcq));
 }
 
 int sr_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
@@ -129,16 +176,22 @@ int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 
 int sr_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
+	struct sr_context *ctx = to_sr_context(ibcq->context);
 	struct sr_cq *cq = to_sr_cq(ibcq);
-	int ret = emu_cq_resize(cq->cq, cqe);
+	int ret = sr_obj_enter(ctx, CQ_REF(ibcq));
 
+	if (ret)
+		return ret;
+	ret = emu_cq_resize(cq->cq, cqe);
 	if (!ret)
 		ibcq->cqe = emu_cq_depth(cq->cq);
+	sr_obj_leave(ctx, &cq->obj);
 	return ret;
 }
 
+/* libibverbs' ibv_get_cq_event() calls this after each read (events.c counts them). */
 void sr_cq_event(struct ibv_cq *cq)
 {
-	/* Nothing to do: emu_cq_arm() already disarmed the CQ when it raised the event. */
-	(void)cq;
+	/* emu_cq_arm() already disarmed the CQ when it raised the event. */
+	atomic_fetch_add(&to_sr_cq(cq)->comp_taken, 1);
 }

@@ -27,6 +27,7 @@ static void sr_free_context(struct ibv_context *ibctx);
 static const struct verbs_context_ops sr_context_ops = {
 	.alloc_mw = sr_alloc_mw,
 	.alloc_pd = sr_alloc_pd,
+	.async_event = sr_async_event,
 	.bind_mw = sr_bind_mw,
 	.cq_event = sr_cq_event,
 	.create_ah = sr_create_ah,
@@ -70,28 +71,39 @@ static struct verbs_context *sr_alloc_context(struct ibv_device *ibdev, int cmd_
 					      void *private_data)
 {
 	struct sr_context *ctx;
-	int fds[2];
+	int fds[2], ret;
 
 	(void)private_data;
 	ctx = sr_abi.init_and_alloc_context(ibdev, cmd_fd, sizeof(*ctx),
 					     &((struct sr_context *)NULL)->vctx, 0);
 	if (!ctx)
 		return NULL;
-	if (emu_engine_get(&ctx->engine))
+	if (sr_objects_init(&ctx->objects))
 		goto err_uninit;
+	pthread_mutex_init(&ctx->drain_lock, NULL);
+	ret = emu_engine_get(&ctx->engine);
+	if (ret) {
+		errno = ret;	/* ibv_open_device() reports it: EMFILE, ENOMEM... */
+		goto err_objects;
+	}
 	if (pipe2(fds, O_CLOEXEC))
 		goto err_engine;
 	/* The engine raises events from its own thread and must never block on the reader. */
 	fcntl(fds[1], F_SETFL, O_NONBLOCK);
 	ctx->vctx.context.async_fd = fds[0];
 	ctx->async_notify_fd = fds[1];
-	ctx->gid_count = sr_count_gids(ibdev);
+	/* For removing a destroyed object's unread events (events.c); -1 without /proc. */
+	ctx->async_nowait_fd = sr_open_nowait(fds[0]);
+	sr_load_gids(ctx, ibdev);
 	ctx->vctx.context.num_comp_vectors = 1;
 	sr_abi.set_ops(&ctx->vctx, &sr_context_ops);
 	return &ctx->vctx;
 
 err_engine:
 	emu_engine_put(ctx->engine);
+err_objects:
+	pthread_mutex_destroy(&ctx->drain_lock);
+	sr_objects_fini(&ctx->objects);
 err_uninit:
 	sr_abi.uninit_context(&ctx->vctx);
 	free(ctx);
@@ -102,8 +114,14 @@ static void sr_free_context(struct ibv_context *ibctx)
 {
 	struct sr_context *ctx = to_sr_context(ibctx);
 
+	/* What the application left is destroyed, as the kernel's close of the context does. */
+	sr_objects_release(ctx);
 	emu_engine_put(ctx->engine);
 	close(ctx->async_notify_fd);
+	if (ctx->async_nowait_fd >= 0)
+		close(ctx->async_nowait_fd);
+	pthread_mutex_destroy(&ctx->drain_lock);
+	sr_objects_fini(&ctx->objects);
 	/* verbs_uninit_context closes async_fd and cmd_fd. */
 	sr_abi.uninit_context(&ctx->vctx);
 	free(ctx);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Queue pairs: the provider side of emu/qp.c. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,17 +10,19 @@
 #include "emu/qp.h"
 
 /* libibverbs' ibv_create_qp() fills in nothing: the QP is set up here, as the kernel would. */
-static void init_ibv_qp(struct ibv_qp *qp, struct ibv_context *context, struct ibv_pd *pd,
-			const struct ibv_qp_init_attr_ex *attr, uint32_t qpn)
+static void init_ibv_qp(struct sr_qp *sqp, struct ibv_context *context, struct ibv_pd *pd,
+			const struct ibv_qp_init_attr_ex *attr)
 {
+	struct ibv_qp *qp = &sqp->vqp.qp;
+
 	qp->context = context;
 	qp->qp_context = attr->qp_context;
 	qp->pd = pd;
 	qp->send_cq = attr->send_cq;
 	qp->recv_cq = attr->recv_cq;
 	qp->srq = attr->srq;
-	qp->handle = qpn;
-	qp->qp_num = qpn;
+	qp->handle = sqp->obj.handle;
+	qp->qp_num = emu_qp_num(sqp->qp);
 	qp->state = IBV_QPS_RESET;
 	qp->qp_type = attr->qp_type;
 	qp->events_completed = 0;
@@ -27,64 +30,94 @@ static void init_ibv_qp(struct ibv_qp *qp, struct ibv_context *context, struct i
 	pthread_cond_init(&qp->cond, NULL);
 }
 
-static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+static int check_create_attr(const struct ibv_qp_init_attr_ex *attr)
 {
-	struct sr_context *ctx = to_sr_context(context);
-	struct emu_qp_init init = { 0 };
-	struct sr_qp *qp;
-	int ret;
-
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !attr->send_cq ||
-	    !attr->recv_cq) {
-		errno = EINVAL;
-		return NULL;
-	}
+	    !attr->recv_cq)
+		return EINVAL;
 	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
 				IBV_QP_INIT_ATTR_CREATE_FLAGS) ||
-	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
-		/* XRC, RSS, TSO, creation flags...: not built. No flags at all is fine (rxe). */
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (attr->srq && attr->srq->context != context) {
-		errno = EINVAL;
-		return NULL;
-	}
-	qp = calloc(1, sizeof(*qp));
-	if (!qp)
-		return NULL;
-	init.type = attr->qp_type;
-	init.pd_handle = attr->pd->handle;
-	init.send_cq = to_sr_cq(attr->send_cq)->cq;
-	init.recv_cq = to_sr_cq(attr->recv_cq)->cq;
-	init.srq = attr->srq ? to_sr_srq(attr->srq)->srq : NULL;
-	init.cap = attr->cap;
-	init.sq_sig_all = attr->sq_sig_all;
-	init.handle = (uintptr_t)&qp->vqp.qp;
-	init.async_fd = ctx->async_notify_fd;
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags))
+		return EOPNOTSUPP;	/* XRC, RSS, TSO, creation flags...: not built (rxe) */
+	return 0;
+}
+
+/* The QP is a user of its PD, CQs and SRQ, which must be live objects of this context. */
+static int reserve_qp(struct sr_context *ctx, struct sr_qp *qp,
+		      const struct ibv_qp_init_attr_ex *attr)
+{
+	struct sr_obj_ref parents[SR_OBJ_MAX_PARENTS] = {
+		SR_PD_REF(attr->pd), SR_CQ_REF(attr->send_cq), SR_CQ_REF(attr->recv_cq),
+	};
+	int n = 3;
+
+	if (attr->srq)
+		parents[n++] = SR_SRQ_REF(attr->srq);
+	return sr_obj_create(ctx, &qp->obj, SR_OBJ_QP, parents, n);
+}
+
+static int make_qp(struct sr_context *ctx, struct sr_qp *qp, struct ibv_qp_init_attr_ex *attr)
+{
+	struct emu_qp_init init = {
+		.type = attr->qp_type,
+		.pd_handle = to_sr_pd(attr->pd)->id,
+		.send_cq = to_sr_cq(attr->send_cq)->cq,
+		.recv_cq = to_sr_cq(attr->recv_cq)->cq,
+		.srq = attr->srq ? to_sr_srq(attr->srq)->srq : NULL,
+		.cap = attr->cap,
+		.sq_sig_all = attr->sq_sig_all,
+		.handle = (uintptr_t)&qp->vqp.qp,
+		.async_fd = ctx->async_notify_fd,
+		.events_raised = &qp->async.raised,
+	};
+	int ret;
+
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ret = qp_ex_init(&qp->vqp.qp_ex, attr->send_ops_flags, attr->cap.max_inline_data,
 				 attr->cap.max_send_sge, sr_post_send);
 		if (ret)
-			goto err_free;
+			return ret;
 		qp->extended = true;
 		/* ibv_qp_to_qp_ex() hands out qp_ex only with this bit. */
 		qp->vqp.comp_mask |= VERBS_QP_EX;
 	}
 	ret = emu_qp_create(ctx->engine, &init, &qp->qp);
-	if (ret)
-		goto err_ex;
+	if (ret) {
+		if (qp->extended)
+			qp_ex_destroy(&qp->vqp.qp_ex);
+		return ret;
+	}
 	attr->cap = init.cap;
-	init_ibv_qp(&qp->vqp.qp, context, attr->pd, attr, emu_qp_num(qp->qp));
-	return &qp->vqp.qp;
+	return 0;
+}
 
-err_ex:
-	if (qp->extended)
-		qp_ex_destroy(&qp->vqp.qp_ex);
-err_free:
-	free(qp);
-	errno = ret;
-	return NULL;
+static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	struct sr_context *ctx = to_sr_context(context);
+	struct sr_qp *qp;
+	int ret = check_create_attr(attr);
+
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	ret = reserve_qp(ctx, qp, attr);
+	if (!ret) {
+		ret = make_qp(ctx, qp, attr);
+		if (ret)
+			sr_obj_unmake(ctx, &qp->obj);
+	}
+	if (ret) {
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+	init_ibv_qp(qp, context, attr->pd, attr);
+	sr_obj_publish(ctx, &qp->obj);
+	return &qp->vqp.qp;
 }
 
 struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
@@ -112,22 +145,50 @@ struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_a
 	return create_qp(context, attr);
 }
 
-int sr_destroy_qp(struct ibv_qp *ibqp)
+/*
+ * Once the engine has let go of the QP it raises no more events: its unread ones are removed
+ * and the destroy waits for the application to acknowledge the others, as ibv_cmd_destroy_qp()
+ * does with the count the kernel returns (events.c).
+ */
+int sr_qp_teardown(struct sr_context *ctx, struct sr_qp *qp)
 {
-	struct sr_qp *qp = to_sr_qp(ibqp);
+	struct ibv_qp *ibqp = &qp->vqp.qp;
+	struct sr_settle ev = { .pipe = sr_async_pipe(ctx), .element = (uintptr_t)ibqp,
+				.type = SR_OBJ_QP };
+	bool keep;
 
 	emu_qp_destroy(qp->qp);
+	ev.raised = atomic_load(&qp->async.raised);
+	ev.taken = atomic_load(&qp->async.taken);
+	keep = sr_events_settle(ctx, &ev, 1) != 0;
+	if (keep)
+		ev.reported = ev.taken;	/* what was read; the rest may still come */
+	sr_obj_unmake(ctx, &qp->obj);
+	sr_events_wait_acked(ctx, &ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
+			     ev.reported, NULL, 0);
 	if (qp->extended)
 		qp_ex_destroy(&qp->vqp.qp_ex);
+	if (keep) {
+		sr_obj_keep(ctx, &qp->obj);
+		return 0;
+	}
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
 	free(qp);
 	return 0;
 }
 
-int sr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+int sr_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sr_context *ctx = to_sr_context(ibqp->context);
+	int ret = sr_obj_destroy_begin(ctx, SR_QP_REF(ibqp));
+
+	return ret ? ret : sr_qp_teardown(ctx, to_sr_qp(ibqp));
+}
+
+static int modify_qp(struct sr_context *ctx, struct sr_qp *qp, struct ibv_qp_attr *attr,
+		     int attr_mask)
+{
 	const struct qp_attr_limits lim = {
 		.phys_port_cnt = EMU_NUM_PORTS,
 		.pkey_tbl_len = EMU_MAX_PKEYS,
@@ -140,27 +201,45 @@ int sr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	};
 	union ibv_gid sgid = { 0 };
 
+	/* From the table read at open: a modify needs no fd, as the kernel's does not. */
 	if ((attr_mask & IBV_QP_AV) && attr->ah_attr.is_global &&
-	    attr->ah_attr.grh.sgid_index < (uint8_t)ctx->gid_count &&
-	    ibv_query_gid(ibqp->context, 1, attr->ah_attr.grh.sgid_index, &sgid))
-		return EINVAL;
-	return emu_qp_modify(to_sr_qp(ibqp)->qp, attr, attr_mask, &lim, sgid.raw);
+	    attr->ah_attr.grh.sgid_index < (uint8_t)ctx->gid_count)
+		sgid = ctx->gids[attr->ah_attr.grh.sgid_index];
+	return emu_qp_modify(qp->qp, attr, attr_mask, &lim, sgid.raw);
+}
+
+int sr_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct sr_context *ctx = to_sr_context(ibqp->context);
+	struct sr_qp *qp = to_sr_qp(ibqp);
+	int ret = sr_obj_enter(ctx, SR_QP_REF(ibqp));
+
+	if (ret)
+		return ret;
+	ret = modify_qp(ctx, qp, attr, attr_mask);
+	sr_obj_leave(ctx, &qp->obj);
+	return ret;
 }
 
 int sr_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 		struct ibv_qp_init_attr *init_attr)
 {
-	int ret;
+	struct sr_context *ctx = to_sr_context(ibqp->context);
+	struct sr_qp *qp = to_sr_qp(ibqp);
+	int ret = sr_obj_enter(ctx, SR_QP_REF(ibqp));
 
 	(void)attr_mask;	/* everything is cheap to report */
-	ret = emu_qp_query(to_sr_qp(ibqp)->qp, attr, init_attr);
 	if (ret)
 		return ret;
-	init_attr->qp_context = ibqp->qp_context;
-	init_attr->send_cq = ibqp->send_cq;
-	init_attr->recv_cq = ibqp->recv_cq;
-	init_attr->srq = ibqp->srq;
-	return 0;
+	ret = emu_qp_query(qp->qp, attr, init_attr);
+	if (!ret) {
+		init_attr->qp_context = ibqp->qp_context;
+		init_attr->send_cq = ibqp->send_cq;
+		init_attr->recv_cq = ibqp->recv_cq;
+		init_attr->srq = ibqp->srq;
+	}
+	sr_obj_leave(ctx, &qp->obj);
+	return ret;
 }
 
 /* The engine's form of one WR (emu/qp.h); EINVAL for a WR that names no object it needs. */

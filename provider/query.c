@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* query_device_ex and query_port: the numbers come from emu/limits.h and nowhere else. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,15 +10,12 @@
 #include "softrdma.h"
 #include "emu/limits.h"
 
-int sr_count_gids(const struct ibv_device *device)
+static int count_gids(const char *dir_path)
 {
-	char path[IBV_SYSFS_PATH_MAX + 32];
 	struct dirent *d;
 	int n = 0;
-	DIR *dir;
+	DIR *dir = opendir(dir_path);
 
-	snprintf(path, sizeof(path), "%s/ports/1/gids", device->ibdev_path);
-	dir = opendir(path);
 	if (!dir)
 		return 0;
 	while ((d = readdir(dir)))
@@ -25,6 +23,37 @@ int sr_count_gids(const struct ibv_device *device)
 			n++;
 	closedir(dir);
 	return n;
+}
+
+/* One sysfs GID file: eight groups of four hex digits, as the kernel writes them. */
+static void read_gid(const char *dir_path, int index, union ibv_gid *gid)
+{
+	char path[IBV_SYSFS_PATH_MAX + 48], text[64];
+	FILE *f;
+
+	memset(gid, 0, sizeof(*gid));
+	snprintf(path, sizeof(path), "%s/%d", dir_path, index);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(text, sizeof(text), f)) {
+		text[strcspn(text, "\n")] = 0;
+		if (inet_pton(AF_INET6, text, gid->raw) != 1)
+			memset(gid, 0, sizeof(*gid));
+	}
+	fclose(f);
+}
+
+void sr_load_gids(struct sr_context *ctx, const struct ibv_device *device)
+{
+	char dir_path[IBV_SYSFS_PATH_MAX + 32];
+
+	snprintf(dir_path, sizeof(dir_path), "%s/ports/1/gids", device->ibdev_path);
+	ctx->gid_count = count_gids(dir_path);
+	if (ctx->gid_count > EMU_MAX_GIDS)
+		ctx->gid_count = EMU_MAX_GIDS;
+	for (int i = 0; i < ctx->gid_count; i++)
+		read_gid(dir_path, i, &ctx->gids[i]);
 }
 
 static void fill_device_attr(struct ibv_context *context, struct ibv_device_attr *a)

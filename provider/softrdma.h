@@ -3,8 +3,12 @@
 #ifndef SOFTRDMA_PROVIDER_H
 #define SOFTRDMA_PROVIDER_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <infiniband/verbs.h>
 
+#include "emu/limits.h"
+#include "emu/qp.h"
 #include "kernel-abi/provider_abi.h"
 #include "provider/cq_ex.h"
 #include "provider/qp_ex.h"
@@ -20,37 +24,102 @@ struct emu_qp;
 struct emu_srq;
 struct mem_region;
 
+/*
+ * The objects of a context, kept as the kernel's uverbs keeps them (objects.c): every object
+ * has a handle, its slot in the context's table, which ibv_*.handle shows; a verb that names
+ * an object finds it by that handle, so a garbled handle or context gets an error instead of
+ * a crash. An object created on others (a QP on its PD, CQs and SRQ) is a user of each, and
+ * destroying an object that still has users is EBUSY (the kernel's usecnt).
+ */
+enum sr_obj_type {
+	/* Released in the reverse of this order when a context closes with objects left. */
+	SR_OBJ_PD, SR_OBJ_CQ, SR_OBJ_AH, SR_OBJ_MR, SR_OBJ_MW, SR_OBJ_SRQ, SR_OBJ_QP,
+	SR_OBJ_TYPES
+};
+
+#define SR_OBJ_MAX_PARENTS	4	/* a QP: its PD, send CQ, receive CQ and SRQ */
+
+struct sr_obj {
+	enum sr_obj_type type;
+	uint32_t handle;
+	/* Under the table's lock: */
+	uint32_t users;			/* objects created on this one */
+	int calls;			/* verbs running on it; -1 while it is destroyed */
+	int nparents;
+	struct sr_obj *parents[SR_OBJ_MAX_PARENTS];	/* the objects it is a user of */
+	struct sr_obj *next_kept;	/* on the context's list of kept objects (events.c) */
+};
+
+/* What a verb is given: the object as the application names it. */
+struct sr_obj_ref {
+	struct sr_obj *obj;		/* where the provider's object would be; not read */
+	uint32_t handle;		/* the application's copy */
+	enum sr_obj_type type;
+};
+
+struct sr_obj_table {
+	pthread_mutex_t lock;		/* the slots, and users/calls/parents of every object */
+	struct sr_obj **slots;		/* by handle; NULL: free, or reserved by a creation */
+	uint32_t nslots;
+	uint32_t *free_handles;		/* a stack of the free slots */
+	uint32_t nfree;
+};
+
+/*
+ * One object's events on one pipe: how many records were written, and how many the
+ * application took with ibv_get_cq_event/ibv_get_async_event (the provider's hook runs
+ * after each read). The kernel's "events reported" at destroy is what was written less
+ * what is still unread (events.c).
+ */
+struct sr_event_count {
+	_Atomic uint32_t raised;
+	_Atomic uint32_t taken;
+};
+
 struct sr_context {
 	struct verbs_context vctx;
 	struct emu_engine *engine;
 	int async_notify_fd;	/* write end of the pipe behind context.async_fd */
+	int async_nowait_fd;	/* a non-blocking description of its read end, or -1 */
 	int gid_count;		/* entries in the GID table libibverbs reads from sysfs */
+	union ibv_gid gids[EMU_MAX_GIDS];	/* that table, read when the context opened */
+	struct sr_obj_table objects;
+	pthread_mutex_t drain_lock;	/* one event pipe rewritten at a time (events.c) */
+	struct sr_obj *kept;	/* destroyed objects whose memory stays until close */
+	bool closing;		/* free_context is releasing what the application left */
 };
 
 struct sr_pd {
 	struct ibv_pd ibv_pd;
+	struct sr_obj obj;
+	uint32_t id;		/* the PD's identity in the engine (never reused in a process) */
 };
 
 struct sr_mr {
 	struct verbs_mr vmr;
 	struct mem_region *region;
+	struct sr_obj obj;
 };
 
 /* An address handle: what the engine sends a UD datagram to (emu/qp.h). */
 struct sr_ah {
 	struct ibv_ah ibv_ah;
 	struct emu_av av;
+	struct sr_obj obj;
 };
 
 /* A memory window: its slot in the engine's key table (emu/mr.h). */
 struct sr_mw {
 	struct ibv_mw ibv_mw;
 	struct mem_region *window;
+	struct sr_obj obj;
 };
 
 struct sr_srq {
 	struct verbs_srq vsrq;
 	struct emu_srq *srq;
+	struct sr_obj obj;
+	struct sr_event_count async;
 };
 
 /* The extended interfaces keep their state right before the verbs object (see their headers). */
@@ -59,6 +128,10 @@ struct sr_cq {
 	struct verbs_cq vcq;
 	struct emu_cq *cq;
 	bool extended;
+	struct ibv_comp_channel *channel;	/* our copy: the application's may be garbled */
+	struct sr_obj obj;
+	_Atomic uint32_t comp_taken;	/* events ibv_get_cq_event took (emu counts the raised) */
+	struct sr_event_count async;
 };
 
 struct sr_qp {
@@ -66,6 +139,8 @@ struct sr_qp {
 	struct verbs_qp vqp;
 	struct emu_qp *qp;
 	bool extended;
+	struct sr_obj obj;
+	struct sr_event_count async;
 };
 
 static_assert(QP_EX_BUILDER_PLACED_BEFORE(struct sr_qp, wr_builder, vqp.qp_ex),
@@ -78,6 +153,8 @@ static inline struct sr_context *to_sr_context(struct ibv_context *ibctx)
 	return (struct sr_context *)((char *)ibctx - offsetof(struct sr_context, vctx.context));
 }
 
+#define sr_container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
 static inline struct sr_pd *to_sr_pd(struct ibv_pd *pd)
 {
 	return (struct sr_pd *)pd;
@@ -89,7 +166,8 @@ extern struct provider_abi sr_abi;
 int sr_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
 int sr_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr);
-int sr_count_gids(const struct ibv_device *device);
+/* Reads the GID table libibverbs reads (sysfs), once: modify_qp and create_ah need no fd. */
+void sr_load_gids(struct sr_context *ctx, const struct ibv_device *device);
 
 /* ops_since_59.c: ops of newer rdma-core releases */
 #if PABI_SINCE(59)
@@ -123,6 +201,88 @@ static inline struct sr_srq *to_sr_srq(struct ibv_srq *srq)
 {
 	return (struct sr_srq *)((char *)srq - offsetof(struct sr_srq, vsrq.srq));
 }
+
+/* The application's reference to an object: what a verb was handed. */
+#define SR_REF(o, ibobj, t)	((struct sr_obj_ref){ &(o)->obj, (ibobj)->handle, (t) })
+#define SR_PD_REF(pd)		SR_REF(to_sr_pd(pd), pd, SR_OBJ_PD)
+#define SR_CQ_REF(cq)		SR_REF(to_sr_cq(cq), cq, SR_OBJ_CQ)
+#define SR_QP_REF(qp)		SR_REF(to_sr_qp(qp), qp, SR_OBJ_QP)
+#define SR_SRQ_REF(srq)		SR_REF(to_sr_srq(srq), srq, SR_OBJ_SRQ)
+
+/* objects.c (the rules are at its top) */
+int sr_objects_init(struct sr_obj_table *t);
+void sr_objects_fini(struct sr_obj_table *t);
+/* ibv_close_device: destroys what is left, children first, waiting for no acknowledgement. */
+void sr_objects_release(struct sr_context *ctx);
+/*
+ * Starts a creation: the parents must be live objects of ctx (else ENOENT or EINVAL), the
+ * device must be below its limit for the type (else ENOMEM); o gets a handle, not yet
+ * visible, and becomes a user of each parent. Then sr_obj_publish(), or sr_obj_unmake() if
+ * the creation fails after all.
+ */
+int sr_obj_create(struct sr_context *ctx, struct sr_obj *o, enum sr_obj_type type,
+		  const struct sr_obj_ref *parents, int nparents);
+void sr_obj_publish(struct sr_context *ctx, struct sr_obj *o);
+/* The handle is free again, the parents lose a user, the device's count drops. */
+void sr_obj_unmake(struct sr_context *ctx, struct sr_obj *o);
+/* A verb on the object: 0 until sr_obj_leave(), or ENOENT, EINVAL, EBUSY (being destroyed). */
+int sr_obj_enter(struct sr_context *ctx, struct sr_obj_ref ref);
+void sr_obj_leave(struct sr_context *ctx, struct sr_obj *o);
+/* A destroy: 0 (nothing finds it any more), ENOENT, EINVAL, or EBUSY (users, or a verb running). */
+int sr_obj_destroy_begin(struct sr_context *ctx, struct sr_obj_ref ref);
+void sr_obj_destroy_cancel(struct sr_context *ctx, struct sr_obj *o);	/* it stays after all */
+/* ibv_rereg_mr(IBV_REREG_MR_CHANGE_PD): o becomes a user of parent instead of old. */
+int sr_obj_swap_parent(struct sr_context *ctx, struct sr_obj *o, struct sr_obj *old,
+		       struct sr_obj_ref parent);
+/* Keeps a destroyed object's memory until the context closes (events.c says why). */
+void sr_obj_keep(struct sr_context *ctx, struct sr_obj *o);
+void sr_kept_free(struct sr_context *ctx);
+
+/* Each type's destroy once the object is taken (also what ibv_close_device runs). */
+int sr_pd_teardown(struct sr_context *ctx, struct sr_pd *pd);
+int sr_cq_teardown(struct sr_context *ctx, struct sr_cq *cq);
+int sr_ah_teardown(struct sr_context *ctx, struct sr_ah *ah);
+int sr_mr_teardown(struct sr_context *ctx, struct sr_mr *mr);
+int sr_mw_teardown(struct sr_context *ctx, struct sr_mw *mw);
+int sr_srq_teardown(struct sr_context *ctx, struct sr_srq *srq);
+int sr_qp_teardown(struct sr_context *ctx, struct sr_qp *qp);
+
+/* events.c (the rules are at its top) */
+struct sr_event_pipe {
+	int rd, wr;		/* what libibverbs reads; what records are written to */
+	int nowait_fd;		/* a non-blocking description of rd, or -1 */
+	size_t rec_size;
+};
+
+#define SR_SETTLE_MAX	2	/* a CQ: its comp events and its async events */
+
+/* One object's events on one pipe, settled at its destroy. */
+struct sr_settle {
+	struct sr_event_pipe pipe;
+	uint64_t element;	/* what its records carry: the ibv object's address */
+	enum sr_obj_type type;
+	uint32_t raised, taken;
+	uint32_t reported;	/* out: what the application must acknowledge */
+	bool needs_drain;
+};
+
+/*
+ * For objects that raise no more events: removes their unread records from the pipes and
+ * sets each reported. 0, or the errno of a pipe that cannot be read without blocking
+ * (nothing is removed then).
+ */
+int sr_events_settle(struct sr_context *ctx, struct sr_settle *items, int n);
+/* Waits until *acked >= reported (and *acked2 >= reported2 if acked2), unless closing. */
+void sr_events_wait_acked(struct sr_context *ctx, pthread_mutex_t *mutex, pthread_cond_t *cond,
+			  const uint32_t *acked, uint32_t reported, const uint32_t *acked2,
+			  uint32_t reported2);
+/* The object type an async event names (SR_OBJ_TYPES: none). */
+enum sr_obj_type sr_async_event_type(uint32_t event_type);
+void sr_async_event(struct ibv_context *context, struct ibv_async_event *event);
+struct sr_event_pipe sr_async_pipe(struct sr_context *ctx);
+struct sr_event_pipe sr_comp_pipe(struct ibv_comp_channel *channel);
+/* A second, non-blocking description of a pipe end, or -1 with errno. */
+int sr_open_nowait(int fd);
 
 /* cq.c */
 struct ibv_cq *sr_create_cq(struct ibv_context *context, int cqe, struct ibv_comp_channel *channel,

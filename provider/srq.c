@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Shared receive queues: the provider side of emu/srq.c. Basic SRQs only (no XRC, no TM). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "softrdma.h"
@@ -9,9 +10,9 @@
 static struct ibv_srq *create_srq(struct ibv_pd *pd, struct ibv_srq_attr *attr)
 {
 	struct sr_context *ctx = to_sr_context(pd->context);
-	struct emu_srq_init init = { .pd_handle = pd->handle, .attr = *attr,
-				     .async_fd = ctx->async_notify_fd };
+	struct sr_obj_ref parent = SR_PD_REF(pd);
 	struct sr_srq *srq = calloc(1, sizeof(*srq));
+	struct emu_srq_init init = { .attr = *attr, .async_fd = ctx->async_notify_fd };
 	struct ibv_srq *ibsrq;
 	int ret;
 
@@ -19,7 +20,14 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, struct ibv_srq_attr *attr)
 		return NULL;
 	ibsrq = &srq->vsrq.srq;
 	init.handle = (uintptr_t)ibsrq;
-	ret = emu_srq_create(ctx->engine, &init, &srq->srq);
+	init.events_raised = &srq->async.raised;
+	ret = sr_obj_create(ctx, &srq->obj, SR_OBJ_SRQ, &parent, 1);
+	if (!ret) {
+		init.pd_handle = to_sr_pd(pd)->id;
+		ret = emu_srq_create(ctx->engine, &init, &srq->srq);
+		if (ret)
+			sr_obj_unmake(ctx, &srq->obj);
+	}
 	if (ret) {
 		free(srq);
 		errno = ret;
@@ -27,6 +35,8 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, struct ibv_srq_attr *attr)
 	}
 	*attr = init.attr;
 	srq->vsrq.srq_type = IBV_SRQT_BASIC;
+	ibsrq->handle = srq->obj.handle;
+	sr_obj_publish(ctx, &srq->obj);
 	return ibsrq;
 }
 
@@ -69,27 +79,71 @@ struct ibv_srq *sr_create_srq_ex(struct ibv_context *context, struct ibv_srq_ini
 	return srq;
 }
 
-int sr_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
+int sr_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int attr_mask)
 {
-	return emu_srq_modify(to_sr_srq(srq)->srq, attr, attr_mask);
-}
-
-int sr_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	return emu_srq_query(to_sr_srq(srq)->srq, attr);
-}
-
-int sr_destroy_srq(struct ibv_srq *ibsrq)
-{
+	struct sr_context *ctx = to_sr_context(ibsrq->context);
 	struct sr_srq *srq = to_sr_srq(ibsrq);
-	int ret = emu_srq_destroy(srq->srq);
+	int ret = sr_obj_enter(ctx, SR_SRQ_REF(ibsrq));
 
 	if (ret)
 		return ret;
+	ret = emu_srq_modify(srq->srq, attr, attr_mask);
+	sr_obj_leave(ctx, &srq->obj);
+	return ret;
+}
+
+int sr_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct sr_context *ctx = to_sr_context(ibsrq->context);
+	struct sr_srq *srq = to_sr_srq(ibsrq);
+	int ret = sr_obj_enter(ctx, SR_SRQ_REF(ibsrq));
+
+	if (ret)
+		return ret;
+	ret = emu_srq_query(srq->srq, attr);
+	sr_obj_leave(ctx, &srq->obj);
+	return ret;
+}
+
+/* As a QP's: unread events removed, the rest waited for (events.c). */
+int sr_srq_teardown(struct sr_context *ctx, struct sr_srq *srq)
+{
+	struct ibv_srq *ibsrq = &srq->vsrq.srq;
+	struct sr_settle ev = { .pipe = sr_async_pipe(ctx), .element = (uintptr_t)ibsrq,
+				.type = SR_OBJ_SRQ };
+	int ret = emu_srq_destroy(srq->srq);
+	bool keep;
+
+	/* The table counted its QPs already: the engine's EBUSY cannot happen. */
+	if (ret && !ctx->closing) {
+		sr_obj_destroy_cancel(ctx, &srq->obj);
+		return ret;
+	}
+	ev.raised = atomic_load(&srq->async.raised);
+	ev.taken = atomic_load(&srq->async.taken);
+	keep = sr_events_settle(ctx, &ev, 1) != 0;
+	if (keep)
+		ev.reported = ev.taken;
+	sr_obj_unmake(ctx, &srq->obj);
+	sr_events_wait_acked(ctx, &ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed,
+			     ev.reported, NULL, 0);
+	if (keep) {
+		sr_obj_keep(ctx, &srq->obj);
+		return 0;
+	}
 	pthread_cond_destroy(&ibsrq->cond);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	free(srq);
 	return 0;
+}
+
+/* EBUSY while a QP takes its receives from it. */
+int sr_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct sr_context *ctx = to_sr_context(ibsrq->context);
+	int ret = sr_obj_destroy_begin(ctx, SR_SRQ_REF(ibsrq));
+
+	return ret ? ret : sr_srq_teardown(ctx, to_sr_srq(ibsrq));
 }
 
 int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)

@@ -2,7 +2,8 @@
 /*
  * Memory windows: allocation, binding type 1 (ibv_bind_mw) and type 2 (IBV_WR_BIND_MW),
  * a WRITE or READ inside and outside the window, a bind refused, local invalidation and
- * Send with Invalidate. The window is [1024, 2048) of b's 4 KiB region, bound on b's QP.
+ * Send with Invalidate; a type 2 bind whose new key differs above the consumer's 8 bits.
+ * The window is [1024, 2048) of b's 4 KiB region, bound on b's QP.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -116,6 +117,53 @@ static void mw_case(const struct conf_case *c)
 	out_end();
 }
 
+/*
+ * A type 2 bind asking for a key that differs from the window's above the 8 bits the
+ * consumer owns: window_key= a WRITE under the window's key with the asked low 8 bits,
+ * asked_key= one under the key as asked.
+ */
+static void mw_key_bits_case(const struct conf_case *c)
+{
+	struct qp_params pb;
+	struct rc_fix f;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	struct ibv_send_wr wr = { .wr_id = 3, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	uint32_t asked, key;
+	int err, got;
+
+	(void)c;
+	qp_params_default(&pb, IBV_QPT_RC);
+	pb.access |= IBV_ACCESS_MW_BIND;
+	fix_setup(&f, NULL, &pb, ACCESS_ALL | IBV_ACCESS_MW_BIND, false);
+	if (!(mw = ibv_alloc_mw(f.e.pd, IBV_MW_TYPE_2)))
+		setup_failed("alloc_mw", errno);
+	asked = ibv_inc_rkey(mw->rkey) ^ 0x5a5a0000u;
+	key = (mw->rkey & ~0xffu) | (asked & 0xffu);
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = asked;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = f.rmr, .addr = (uintptr_t)f.rbuf + WIN_OFF, .length = WIN_LEN,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	err = ibv_post_send(f.e.b.qp, &wr, &bad);
+	out_ret("bind", err);
+	got = err ? 0 : wait_wc(f.e.b.scq, &wc, conf_opts.wait_ms);
+	out_wc("bind_wc", got, &wc);
+	if (got != 1 || wc.status != IBV_WC_SUCCESS)
+		out_end();
+	err = post_send(f.e.a.qp, IBV_WR_RDMA_WRITE, f.lbuf, 64, f.lmr->lkey,
+			(uintptr_t)f.rbuf + WIN_OFF, key, 0, 0);
+	got = err ? 0 : wait_wc(f.e.a.scq, &wc, conf_opts.wait_ms);
+	out_wc("window_key", got, &wc);
+	out("data=%s", data_verdict(f.rbuf, 2 * BUF_SIZE, WIN_OFF, 64, LFILL, RFILL));
+	err = post_send(f.e.a.qp, IBV_WR_RDMA_WRITE, f.lbuf, 64, f.lmr->lkey,
+			(uintptr_t)f.rbuf + WIN_OFF + 128, asked, 0, 0);
+	got = err ? 0 : wait_wc(f.e.a.scq, &wc, conf_opts.wait_ms);
+	out_wc("asked_key", got, &wc);
+	out_end();
+}
+
 const struct conf_case conf_cases_mw[] = {
 	{ "mw_alloc_type1", mw_case, M_ALLOC1, 0 },
 	{ "mw_alloc_type2", mw_case, M_ALLOC2, 0 },
@@ -128,5 +176,6 @@ const struct conf_case conf_cases_mw[] = {
 	{ "mw_type2_write_outside", mw_case, M_W2_OUT, 0 },
 	{ "mw_type2_local_inv_then_write", mw_case, M_W2_LOCAL_INV, 0 },
 	{ "mw_type2_send_inv_then_write", mw_case, M_W2_SEND_INV, 0 },
+	{ "mw_type2_bind_key_high_bits", mw_key_bits_case, 0, 0 },
 	{ NULL, NULL, 0, 0 },
 };

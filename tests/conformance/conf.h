@@ -33,7 +33,7 @@ struct conf_case {
 /* Each cases_*.c file's table, ended by an entry with a NULL name. */
 extern const struct conf_case conf_cases_mr[], conf_cases_access[], conf_cases_local[],
 	conf_cases_rc[], conf_cases_qp[], conf_cases_ud[], conf_cases_mw[],
-	conf_cases_uc_srq[];
+	conf_cases_uc_srq[], conf_cases_lifecycle[], conf_cases_limits[];
 
 #define ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 		    IBV_ACCESS_REMOTE_ATOMIC)
@@ -74,6 +74,7 @@ struct qp_params {
 	uint32_t max_send_wr, max_recv_wr;
 	struct ibv_pd *pd;	/* NULL: env->pd */
 	struct ibv_srq *srq;	/* the QP's receives come from it */
+	struct ibv_comp_channel *channel;	/* both CQs report to it */
 };
 
 /* Opens conf_opts.dev with two PDs and reads the chosen GID; setup_failed() otherwise. */

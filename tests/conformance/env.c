@@ -88,8 +88,8 @@ void end_create(struct conf_env *e, const struct qp_params *p, struct conf_end *
 		},
 	};
 
-	end->scq = ibv_create_cq(e->ctx, p->cqe, NULL, NULL, 0);
-	end->rcq = ibv_create_cq(e->ctx, p->cqe, NULL, NULL, 0);
+	end->scq = ibv_create_cq(e->ctx, p->cqe, NULL, p->channel, 0);
+	end->rcq = ibv_create_cq(e->ctx, p->cqe, NULL, p->channel, 0);
 	if (!end->scq || !end->rcq)
 		setup_failed("create_cq", errno);
 	init.send_cq = end->scq;

@@ -1016,6 +1016,7 @@ static void test_bind_checks(void **state)
 	struct mem_region *plain = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS);
 	struct mem_region *w1 = NULL, *w2 = NULL;
 	struct mw_bind_req b;
+	uint32_t key;
 
 	assert_int_equal(mw_alloc(t, PD, IBV_MW_TYPE_1, &w1), 0);
 	assert_int_equal(mw_alloc(t, PD, IBV_MW_TYPE_2, &w2), 0);
@@ -1023,8 +1024,11 @@ static void test_bind_checks(void **state)
 				  .addr = (uintptr_t)buf, .length = 64, .access = RW,
 				  .qp_pd_handle = PD, .qpn = QPN };
 	assert_int_equal(mw_bind(t, w1, &b), 0);
-	b.new_rkey = w1->rkey ^ 0x100;		/* more than the consumer's 8 bits */
-	assert_int_equal(mw_bind(t, w1, &b), EINVAL);
+	/* Only the consumer's 8 bits are taken (rxe_do_bind_mw()): the rest stays. */
+	key = w1->rkey;
+	b.new_rkey = (key ^ 0x5a5a0100u) + 1;
+	assert_int_equal(mw_bind(t, w1, &b), 0);
+	assert_int_equal(w1->rkey, (key & ~0xffu) | ((key + 1) & 0xffu));
 	b.new_rkey = w1->rkey;
 	b.mr_lkey = plain->lkey;		/* C10-73 */
 	assert_int_equal(mw_bind(t, w1, &b), EINVAL);
