@@ -113,6 +113,9 @@ static void fill_header(union hs_message *m, size_t len)
 	m->hello.length = htons((uint16_t)len);
 }
 
+/* What header_ok() reads: magic, version and length, the first bytes of either message. */
+#define WIRE_HEADER_LEN	offsetof(struct wire_hello, kind)
+
 /* The header shared by hellos and verdicts is ours, at this length. */
 static bool header_ok(const union hs_message *m, size_t len)
 {
@@ -268,6 +271,12 @@ static void hs_ready(struct io_watch *w, uint32_t revents)
 	if (n < 0)
 		return;
 	h->in_have += (size_t)n;
+	/* Not ours from its first eight bytes: hung up at once, not at the deadline. */
+	if (h->in_have >= WIRE_HEADER_LEN && h->in_have < h->in_want &&
+	    !header_ok(&h->in, h->in_want)) {
+		hs_fail(h);
+		return;
+	}
 	if (h->in_have == h->in_want)
 		received(h);
 }
