@@ -41,21 +41,39 @@ EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	return &ch->channel;
 }
 
+static void channel_free(struct cm_channel *ch)
+{
+	close(ch->channel.fd);
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+}
+
+/*
+ * A thread blocked in rdma_get_cm_event() on this channel (rping's CM thread, while main
+ * returns) is woken by the write end's close and stays asleep, as it would in the real
+ * library's read(); the channel's memory and read end go with the last such thread, so
+ * none of them touches freed memory or a closed descriptor.
+ */
 EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct cm_channel *ch = to_cm_channel(channel);
 	struct cm_event *ev;
+	bool busy;
 
 	if (!ch)
 		return;
+	pthread_mutex_lock(&ch->lock);
 	while ((ev = ch->head)) {
 		ch->head = ev->next;
 		free(ev);
 	}
-	close(ch->channel.fd);
+	ch->tail = NULL;
+	ch->destroyed = true;
 	close(ch->notify_fd);
-	pthread_mutex_destroy(&ch->lock);
-	free(ch);
+	busy = ch->readers > 0;
+	pthread_mutex_unlock(&ch->lock);
+	if (!busy)
+		channel_free(ch);
 }
 
 /* ch->lock held: one more event is queued. A full pipe (65536 events nobody took) keeps
@@ -184,13 +202,11 @@ int cm_post_event(struct cm_id *id, enum rdma_cm_event_type type, int status,
 	return 0;
 }
 
-/* The next queued event, with its byte; NULL if none. */
+/* ch->lock held: the next queued event, with its byte; NULL if none. */
 static struct cm_event *dequeue(struct cm_channel *ch)
 {
-	struct cm_event *ev;
+	struct cm_event *ev = ch->head;
 
-	pthread_mutex_lock(&ch->lock);
-	ev = ch->head;
 	if (ev) {
 		ch->head = ev->next;
 		if (!ch->head)
@@ -198,8 +214,19 @@ static struct cm_event *dequeue(struct cm_channel *ch)
 		unannounce(ch);
 		atomic_fetch_add(&ev->owner->events_reported, 1);
 	}
-	pthread_mutex_unlock(&ch->lock);
 	return ev;
+}
+
+/* A reader whose channel was destroyed under it: it sleeps for good (see above). */
+static _Noreturn void reader_orphaned(struct cm_channel *ch)
+{
+	bool last = --ch->readers == 0;
+
+	pthread_mutex_unlock(&ch->lock);
+	if (last)
+		channel_free(ch);
+	for (;;)
+		pause();
 }
 
 EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
@@ -214,23 +241,24 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 	}
 	pfd.fd = ch->channel.fd;
 	pfd.events = POLLIN;
+	pthread_mutex_lock(&ch->lock);
+	ch->readers++;
 	while (!(ev = dequeue(ch))) {
+		if (ch->destroyed)
+			reader_orphaned(ch);
 		if (fcntl(pfd.fd, F_GETFL) & O_NONBLOCK) {
+			ch->readers--;
+			pthread_mutex_unlock(&ch->lock);
 			errno = EAGAIN;
 			return -1;
 		}
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-			return -1;
-		if ((pfd.revents & (POLLHUP | POLLNVAL)) && !(pfd.revents & POLLIN)) {
-			/*
-			 * The channel was destroyed under this blocked reader. The real
-			 * library's read would just go on waiting, and applications (rping)
-			 * rely on that thread staying quiet while they exit: so does this one.
-			 */
-			for (;;)
-				pause();
-		}
+		/* Outside the lock: the byte of the next event, or the close of the write end. */
+		pthread_mutex_unlock(&ch->lock);
+		poll(&pfd, 1, -1);
+		pthread_mutex_lock(&ch->lock);
 	}
+	ch->readers--;
+	pthread_mutex_unlock(&ch->lock);
 	*event = &ev->event;
 	return 0;
 }

@@ -117,6 +117,10 @@ struct cm_channel {
 	 * holds exactly (queued - unannounced) bytes whenever the lock is free. */
 	struct cm_event *head, *tail;
 	unsigned int unannounced;
+	/* ch->lock: threads inside rdma_get_cm_event(), and whether the channel was destroyed
+	 * under them; the last of them frees it (channel.c). */
+	unsigned int readers;
+	bool destroyed;
 };
 
 struct cm_event {

@@ -14,7 +14,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cm_fixture.h"
@@ -333,11 +335,94 @@ static void test_destroy_beside_a_blocked_reader(void **state)
 	rdma_destroy_event_channel(r.ch);
 }
 
+/*
+ * rping's teardown again, one step later: main destroys the channel itself while the CM
+ * thread is still blocked reading it, woken perhaps by the byte of an event that the id's
+ * destroy then took back. The reader must neither return an error (it once found the
+ * descriptor closed: EAGAIN, and rping exited with 255) nor touch the freed channel; as in
+ * the real library's read(), it stays asleep.
+ */
+struct one_reader {
+	struct rdma_event_channel *ch;
+	atomic_int *errors;
+	pid_t tid;
+	atomic_bool started;
+};
+
+static void *read_one_event(void *arg)
+{
+	struct one_reader *r = arg;
+	atomic_int *errors = r->errors;
+	struct rdma_cm_event *e;
+
+	r->tid = gettid();
+	atomic_store(&r->started, true);
+	if (rdma_get_cm_event(r->ch, &e))
+		atomic_fetch_add(errors, 1);
+	else
+		rdma_ack_cm_event(e);
+	return NULL;
+}
+
+/* Until thread tid sleeps in poll(): inside rdma_get_cm_event, past its checks. */
+static void wait_until_polling(pid_t tid)
+{
+	char path[64];
+	long nr = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	while (nr != SYS_poll && nr != SYS_ppoll) {
+		FILE *f = fopen(path, "r");
+
+		assert_non_null(f);
+		if (fscanf(f, "%ld", &nr) != 1)
+			nr = -1;
+		fclose(f);
+		if (nr != SYS_poll && nr != SYS_ppoll)
+			sched_yield();
+	}
+}
+
+static void test_channel_destroyed_under_a_blocked_reader(void **state)
+{
+	enum { ROUNDS = 300 };
+	struct sockaddr_in dst = loopback(closed_port());
+	static struct one_reader readers[ROUNDS];	/* the orphans sleep on, past the test */
+	atomic_int errors = 0;
+	struct rdma_cm_id *id;
+	pthread_t thread;
+
+	(void)state;
+	for (int i = 0; i < ROUNDS; i++) {
+		struct one_reader *r = &readers[i];
+
+		r->ch = rdma_create_event_channel();
+		r->errors = &errors;
+		assert_non_null(r->ch);
+		assert_int_equal(pthread_create(&thread, NULL, read_one_event, r), 0);
+		pthread_detach(thread);
+		while (!atomic_load(&r->started))
+			sched_yield();
+		wait_until_polling(r->tid);
+		assert_int_equal(rdma_create_id(r->ch, &id, NULL, RDMA_PS_TCP), 0);
+		assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
+		if (i % 3 == 1)
+			sched_yield();
+		else if (i % 3 == 2)
+			usleep(i % 7);
+		assert_int_equal(rdma_destroy_id(id), 0);
+		rdma_destroy_event_channel(r->ch);
+	}
+	usleep(100 * 1000);	/* an error, if any, comes as soon as the reader wakes */
+	assert_int_equal(atomic_load(&errors), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connections_from_many_threads),
 		cmocka_unit_test(test_destroy_beside_a_blocked_reader),
+		cmocka_unit_test(test_channel_destroyed_under_a_blocked_reader),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
