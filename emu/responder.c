@@ -6,10 +6,13 @@
  * Outcomes, NAKs and events are those of docs/semantics.md.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "emu/counters.h"
 #include "emu/internal.h"
+#include "emu/log.h"
 
 static bool accepts_requests(const struct emu_qp *qp)
 {
@@ -60,6 +63,10 @@ static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint3
 {
 	uint8_t hdr[4 + WIRE_MAX_HDR];
 
+	if ((syndrome & AETH_TYPE_MASK) != AETH_ACK)
+		emu_debug("qp 0x%06x sends %s psn 0x%06x to qp 0x%06x", qp->qpn,
+			  aeth_syndrome_name(syndrome), psn, qp->attr.dest_qp_num);
+
 	respond(qp, c, hdr, build_aeth(qp, hdr, syndrome, psn));
 }
 
@@ -94,21 +101,52 @@ static int needed_right(uint8_t opcode)
 	return 0;
 }
 
+/*
+ * The log line of a refused access: the request, the rule it broke, what its key named, and
+ * what the requester is told.
+ */
+static void log_refusal(const struct emu_qp *qp, const struct wire_packet *pkt, uint64_t len,
+			enum mem_access_result r, const struct mem_refusal *why)
+{
+	char qp_rights[80], rights[80], region[160] = "no live region or window has this key";
+	const char *answer = qp->type == IBV_QPT_UC ? "dropped (UC)" :
+			     aeth_syndrome_name(AETH_NAK | nak_for(r));
+
+	if (why->found && why->kind == MEM_KIND_WINDOW)
+		snprintf(region, sizeof(region),
+			 "window type %u [0x%" PRIx64 ", 0x%" PRIx64 ") pd %u rights %s, bound via qp 0x%06x",
+			 why->mw_type, why->iova, why->iova + why->length, why->pd_handle,
+			 emu_access_names(why->access, rights, sizeof(rights)), why->qpn);
+	else if (why->found)
+		snprintf(region, sizeof(region), "region [0x%" PRIx64 ", 0x%" PRIx64 ") pd %u rights %s",
+			 why->iova, why->iova + why->length, why->pd_handle,
+			 emu_access_names(why->access, rights, sizeof(rights)));
+	emu_debug("qp 0x%06x refused %s psn 0x%06x from qp 0x%06x: rule \"%s\": rkey 0x%08x va 0x%" PRIx64
+		  " len %" PRIu64 "; %s; qp pd %u rights %s; answer %s",
+		  qp->qpn, wire_opcodes[pkt->opcode].name, pkt->psn, qp->attr.dest_qp_num,
+		  mem_access_rule(r), pkt->rkey, pkt->va, len, region, qp->pd_handle,
+		  emu_access_names(qp->attr.qp_access_flags, qp_rights, sizeof(qp_rights)), answer);
+}
+
 /* Runs the one access check for the request's remote range. */
 static enum mem_access_result check_remote(struct emu_qp *qp, const struct wire_packet *pkt)
 {
 	struct mem_region *ref;
 	uint64_t len = needed_right(pkt->opcode) == IBV_ACCESS_REMOTE_ATOMIC ? 8 : pkt->dma_len;
+	struct mem_refusal why;
 	enum mem_access_result r;
 	void *host;
 
-	r = mr_check_remote_access(qp->engine->mem, pkt->rkey, qp->pd_handle, qp->qpn,
-				   qp->attr.qp_access_flags, needed_right(pkt->opcode), pkt->va, len,
-				   &ref, &host);
+	r = mr_check_remote_access_why(qp->engine->mem, pkt->rkey, qp->pd_handle, qp->qpn,
+				       qp->attr.qp_access_flags, needed_right(pkt->opcode), pkt->va,
+				       len, &ref, &host, &why);
 	if (r == MEM_ACCESS_OK && ref)
 		mr_put(ref);
-	if (r != MEM_ACCESS_OK)
+	if (r != MEM_ACCESS_OK) {
 		qp_counter_add(&qp->counters, EMU_CNT_RESP_REMOTE_ACCESS_ERRORS, 1);
+		if (emu_log_on(EMU_LOG_DEBUG))
+			log_refusal(qp, pkt, len, r, &why);
+	}
 	return r;
 }
 
@@ -436,6 +474,9 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		break;
 	}
 	if (sink->failure != MEM_ACCESS_OK) {
+		emu_debug("qp 0x%06x refused %s psn 0x%06x mid-message: rule \"%s\" (rkey 0x%08x)",
+			  qp->qpn, wire_opcodes[pkt->opcode].name, pkt->psn,
+			  mem_access_rule(sink->failure), sink->rkey);
 		if (sink->kind == SINK_REMOTE)
 			refuse(qp, nak_for(sink->failure), sink->failure);
 		else
