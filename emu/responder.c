@@ -108,10 +108,12 @@ static int needed_right(uint8_t opcode)
 static void log_refusal(const struct emu_qp *qp, const struct wire_packet *pkt, uint64_t len,
 			enum mem_access_result r, const struct mem_refusal *why)
 {
-	char qp_rights[80], rights[80], region[160] = "no live region or window has this key";
+	char qp_rights[80], rights[80], region[160];
 	const char *answer = qp->type == IBV_QPT_UC ? "dropped (UC)" :
 			     aeth_syndrome_name(AETH_NAK | nak_for(r));
 
+	snprintf(region, sizeof(region), "%s", r == MEM_ACCESS_BAD_KEY ?
+		 "no live region or window has this key" : "the key was not looked up");
 	if (why->found && why->kind == MEM_KIND_WINDOW)
 		snprintf(region, sizeof(region),
 			 "window type %u [0x%" PRIx64 ", 0x%" PRIx64 ") pd %u rights %s, bound via qp 0x%06x",
