@@ -65,7 +65,7 @@ struct pcap_capture {
 	pid_t pid;
 };
 
-struct pcap_capture *pcap_active;
+struct pcap_capture *_Atomic pcap_active;
 
 static struct pcap_capture capture = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
@@ -392,8 +392,12 @@ static size_t build_outer(uint8_t *o, const struct endpoints *ep, uint64_t ib_le
 		uint32_t total = (uint32_t)(IPV4_LEN + udp_len);
 		uint16_t sum;
 
+		/* Past 64 KiB (our messages are not cut at the MTU): 0, as TSO captures show it,
+		 * which Wireshark reads as "the length of the captured packet". */
+		if (total > 0xffff)
+			total = 0;
 		ip[0] = 0x45;
-		ip[2] = (uint8_t)(total >> 8);	/* a frame past 64 KiB: the low bits, as TSO */
+		ip[2] = (uint8_t)(total >> 8);
 		ip[3] = (uint8_t)total;
 		ip[6] = 0x40;	/* don't fragment */
 		ip[8] = 64;

@@ -20,8 +20,12 @@
 struct pcap_capture;
 struct tx_batch;
 
-/* NULL unless SOFTRDMA_PCAP named a file that could be opened; never freed once set. */
-extern struct pcap_capture *pcap_active;
+/*
+ * NULL unless SOFTRDMA_PCAP named a file that could be opened; what it points to is never
+ * freed. Atomic because a failed write turns it off while other threads test it: on x86 and
+ * arm64 the test is still one load and one branch.
+ */
+extern struct pcap_capture *_Atomic pcap_active;
 
 enum pcap_direction { PCAP_IN = 1, PCAP_OUT = 2 };	/* pcapng's epb_flags values */
 
