@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "emu/internal.h"
-#include "emu/log.h"
 #include "emu/limits.h"
+#include "emu/log.h"
 #include "kernel-abi/comp_channel.h"
 
 static int check_cap(struct ibv_qp_cap *cap, bool has_srq)

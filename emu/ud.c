@@ -373,10 +373,11 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send
 	memcpy(&to.sin6_addr, av->dgid, 16);
 	to.sin6_port = htons((uint16_t)(pkt.qpn >> 8));
 	set_control(&msg, &control, av);
-	if (sendmsg(listener_udp_fd(qp->listener, av->sgid), &msg, MSG_DONTWAIT) < 0)
+	if (sendmsg(listener_udp_fd(qp->listener, av->sgid), &msg, MSG_DONTWAIT) < 0) {
 		qp_counter_add(&qp->counters, EMU_CNT_XMIT_DISCARDS, 1);	/* lost, as UD may */
-	else
-		counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, iov[0].iov_len - 4, length);
+		goto out;
+	}
+	counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, iov[0].iov_len - 4, length);
 	if (pcap_active)
 		pcap_datagram(PCAP_OUT, av->sgid, (uint16_t)(qp->qpn >> 8), av->dgid,
 			      ntohs(to.sin6_port), iov, niov);
