@@ -138,6 +138,23 @@ if perftest_pair "snap length" ib_write_bw -s 4096 -n $n; then
 fi
 unset SOFTRDMA_PCAP_SNAPLEN SOFTRDMA_PCAP
 
+# A write that fails turns the capture off with one message, and the program goes on: files
+# are limited to 16 KiB here (RLIMIT_FSIZE, SIGXFSZ ignored, so write(2) fails with EFBIG).
+capture full
+ulimit -S -f 16
+trap '' XFSZ
+if perftest_pair "write error" ib_write_bw -s 64 -n 2000; then
+	for side in server client; do
+		msgs=$(grep -c '^softrdma: packet capture to .* stopped: File too large$' "$logs/$side")
+		[ "$msgs" -eq 1 ] && pass "write error: the $side says once that its capture stopped" ||
+			{ fail "write error: the $side said it $msgs times:"; cat "$logs/$side" >&2; }
+	done
+	perftest_result "write error" "server client" "$(bw_line 64 2000)"
+fi
+trap - XFSZ
+ulimit -S -f unlimited
+unset SOFTRDMA_PCAP
+
 # Capture off: nothing is written.
 before=$(ls "$logs" | grep -c pcapng)
 perftest_pair "capture off" ib_write_bw -s 64 -n $n
