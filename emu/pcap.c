@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -456,12 +457,54 @@ static uint32_t icrc(const uint8_t *outer, bool v4, const uint8_t *ib, size_t ib
 	return ~crc;
 }
 
+/* The packet comment: which process, which way, which stream or datagram (its length). */
+static size_t format_comment(char *out, size_t size, const struct pcap_capture *cap,
+			     enum pcap_direction dir, const struct endpoints *ep, bool v4,
+			     const char *note, bool cut)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	int n;
+
+	inet_ntop(AF_INET6, ep->src, src, sizeof(src));
+	inet_ntop(AF_INET6, ep->dst, dst, sizeof(dst));
+	/* IPv4 as a.b.c.d, not ::ffff:a.b.c.d */
+	n = snprintf(out, size, v4 ? "pid %d %s %s qp 0x%06x %s:%u > %s:%u%s%s" :
+				     "pid %d %s %s qp 0x%06x [%s]:%u > [%s]:%u%s%s",
+		     (int)cap->pid, dir == PCAP_OUT ? "sent" : "received", ep->what, ep->qpn,
+		     v4 ? src + 7 : src, ep->sport, v4 ? dst + 7 : dst, ep->dport, note,
+		     cut ? " payload not recorded" : "");
+	return n < 0 ? 0 : (size_t)n >= size ? size - 1 : (size_t)n;
+}
+
+/* The first incl bytes of outer headers, IBA headers, payload and ICRC, into the buffer. */
+static void put_packet(struct pcap_capture *cap, uint64_t incl, const uint8_t *outer,
+		       size_t outer_len, const uint8_t *ib, size_t ib_hdr_len,
+		       struct cursor payload, uint64_t have, uint32_t crc)
+{
+	uint32_t icrc_le = htole32(crc);	/* little-endian, as rxe stores it */
+	struct copy_to to;
+	size_t n;
+
+	n = outer_len < incl ? outer_len : (size_t)incl;
+	put(cap, outer, n);
+	incl -= n;
+	n = ib_hdr_len < incl ? ib_hdr_len : (size_t)incl;
+	put(cap, ib, n);
+	incl -= n;
+	n = have < incl ? (size_t)have : (size_t)incl;
+	to.at = cap->buf + cap->len;
+	cursor_take(&payload, n, copy_bytes, &to);
+	cap->len += n;
+	incl -= n;
+	put(cap, &icrc_le, (size_t)incl);	/* what is left is the ICRC, or part of it */
+}
+
 /*
  * One Enhanced Packet Block: ib (the IBA headers, standard by now) and payload_len bytes
  * at the cursor, of which only what is there (or fits the snap length) is recorded.
  */
 static void record(struct pcap_capture *cap, enum pcap_direction dir, const struct endpoints *ep,
-		   const uint8_t *ib, size_t ib_hdr_len, struct cursor *payload,
+		   const uint8_t *ib, size_t ib_hdr_len, const struct cursor *payload,
 		   uint64_t payload_len, const char *note)
 {
 	bool v4 = v4_mapped(ep->src) && v4_mapped(ep->dst);
@@ -470,10 +513,9 @@ static void record(struct pcap_capture *cap, enum pcap_direction dir, const stru
 	uint64_t orig = outer_len + ib_hdr_len + payload_len + ICRC_LEN;
 	uint64_t have = cursor_left(payload) < payload_len ? cursor_left(payload) : payload_len;
 	uint64_t incl = outer_len + ib_hdr_len + have + (have == payload_len ? ICRC_LEN : 0);
-	char comment[COMMENT_MAX], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	uint32_t crc = 0, flags = dir, block, ts_hi, ts_lo;
+	char comment[COMMENT_MAX];
+	uint32_t crc = 0, flags = dir, block;
 	uint64_t ts = now_ns();
-	struct cursor at = *payload;
 	size_t clen;
 
 	if (cap->snaplen && incl > cap->snaplen)
@@ -482,45 +524,19 @@ static void record(struct pcap_capture *cap, enum pcap_direction dir, const stru
 		incl = BUF_SIZE / 2;
 	if (incl == orig)
 		crc = icrc(outer, v4, ib, ib_hdr_len, *payload, payload_len);
-	inet_ntop(AF_INET6, ep->src, src, sizeof(src));
-	inet_ntop(AF_INET6, ep->dst, dst, sizeof(dst));
-	clen = (size_t)snprintf(comment, sizeof(comment),
-				v4 ? "pid %d %s %s qp 0x%06x %s:%u > %s:%u%s%s" :
-				     "pid %d %s %s qp 0x%06x [%s]:%u > [%s]:%u%s%s",
-				(int)cap->pid, dir == PCAP_OUT ? "sent" : "received", ep->what,
-				ep->qpn, v4 ? src + 7 : src, ep->sport, v4 ? dst + 7 : dst,
-				ep->dport, note, have < payload_len ? " payload not recorded" : "");
-	if (clen >= sizeof(comment))
-		clen = sizeof(comment) - 1;
+	clen = format_comment(comment, sizeof(comment), cap, dir, ep, v4, note,
+			      have < payload_len);
 	block = (uint32_t)(28 + (incl + 3) / 4 * 4 + opt_size(4) + opt_size(clen) + 4 + 4);
 	if (!reserve(cap, block))
 		return;
-	ts_hi = (uint32_t)(ts >> 32);
-	ts_lo = (uint32_t)ts;
 	put32(cap, PCAPNG_EPB);
 	put32(cap, block);
 	put32(cap, 0);			/* interface 0 */
-	put32(cap, ts_hi);
-	put32(cap, ts_lo);
+	put32(cap, (uint32_t)(ts >> 32));
+	put32(cap, (uint32_t)ts);
 	put32(cap, (uint32_t)incl);
 	put32(cap, (uint32_t)(orig > UINT32_MAX ? UINT32_MAX : orig));
-	{
-		uint64_t left = incl;
-		size_t n = outer_len < left ? outer_len : (size_t)left;
-		struct copy_to to;
-
-		put(cap, outer, n);
-		left -= n;
-		n = ib_hdr_len < left ? ib_hdr_len : (size_t)left;
-		put(cap, ib, n);
-		left -= n;
-		n = have < left ? (size_t)have : (size_t)left;
-		to.at = cap->buf + cap->len;
-		cursor_take(&at, n, copy_bytes, &to);
-		cap->len += n;
-		left -= n;
-		put(cap, &crc, (size_t)left);	/* the ICRC, little-endian as rxe stores it */
-	}
+	put_packet(cap, incl, outer, outer_len, ib, ib_hdr_len, *payload, have, crc);
 	put_pad(cap, (size_t)incl);
 	put_opt(cap, OPT_EPB_FLAGS, &flags, 4);
 	put_opt(cap, OPT_COMMENT, comment, clen);
@@ -539,7 +555,8 @@ static void record(struct pcap_capture *cap, enum pcap_direction dir, const stru
 static bool record_frame(struct pcap_capture *cap, enum pcap_direction dir,
 			 const struct endpoints *ep, struct cursor *c)
 {
-	uint8_t hdr[4 + WIRE_MAX_HDR], note[48] = "";
+	uint8_t hdr[4 + WIRE_MAX_HDR];
+	char note[48] = "";
 	struct copy_to to = { hdr };
 	unsigned int base, hdr_len;
 	uint32_t frame_len;
@@ -565,17 +582,17 @@ static bool record_frame(struct pcap_capture *cap, enum pcap_direction dir,
 		uint32_t psn;
 
 		memcpy(&psn, hdr + 4 + base, 4);
-		snprintf((char *)note, sizeof(note), " acketh psn 0x%06x",
+		snprintf(note, sizeof(note), " acketh psn 0x%06x",
 			 ntohl(psn) & BTH_PSN_MASK);
 		hdr[4 + 8] &= (uint8_t)~(BTH_ACKED >> 24);
 	}
 	if (hdr[4 + 8] & (BTH_BY_REF >> 24))
-		strncat((char *)note, " by reference", sizeof(note) - strlen((char *)note) - 1);
+		strncat(note, " by reference", sizeof(note) - strlen(note) - 1);
 	payload_len = frame_len - hdr_len;
 	payload = *c;
 	pthread_mutex_lock(&cap->lock);
 	if (pcap_active)
-		record(cap, dir, ep, hdr + 4, base, &payload, payload_len, (char *)note);
+		record(cap, dir, ep, hdr + 4, base, &payload, payload_len, note);
 	pthread_mutex_unlock(&cap->lock);
 	cursor_take(c, payload_len, NULL, NULL);
 	return true;
