@@ -52,18 +52,22 @@ static void on_local_ready(struct io_watch *w, uint32_t revents)
 	}
 }
 
-/* The engine's AF_UNIX socket in the abstract namespace, under a name nobody can guess. */
+/*
+ * The engine's AF_UNIX socket in the abstract namespace, under a name nobody can guess. The
+ * name travels in the clear in verdicts, so it says nothing about the process: no pid, only
+ * 128 random bits (the kernel names the process to whoever connects, SO_PEERCRED).
+ */
 static int open_local_socket(struct emu_engine *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	uint64_t nonce;
+	uint64_t nonce[2];
 	size_t len;
 	int fd;
 
-	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+	if (getrandom(nonce, sizeof(nonce), 0) != sizeof(nonce))
 		return -1;
-	snprintf(e->local_name, sizeof(e->local_name), "softrdma-%d-%016llx", (int)getpid(),
-		 (unsigned long long)nonce);
+	snprintf(e->local_name, sizeof(e->local_name), "softrdma-%016llx%016llx",
+		 (unsigned long long)nonce[0], (unsigned long long)nonce[1]);
 	len = strlen(e->local_name);
 	memcpy(sa.sun_path + 1, e->local_name, len);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
