@@ -269,6 +269,8 @@ uint64_t listener_timer(struct emu_listener *l, uint64_t now);
 
 /* handshake.c: engine thread */
 void handshake_accept(struct emu_listener *l, int fd, const struct sockaddr_in6 *peer);
+/* Closes the connection to l that has waited longest for its hello, if any. */
+void handshake_evict_oldest(struct emu_listener *l);
 void handshake_local_accept(struct emu_engine *e, int fd);
 /* Asks the engine of c's claimed QPN whether c is its; qp_stream_verified() hears. */
 void handshake_verify(struct conn *c);

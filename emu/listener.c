@@ -6,8 +6,9 @@
  * handshakes and a UDP socket for UD datagrams on each address.
  *
  * What arrives on a TCP socket is not trusted until emu/handshake.c has read what it is
- * for; the listener bounds how many such connections it holds (LISTENER_HALF_OPEN), and
- * backs off when the process is out of file descriptors instead of spinning on accept.
+ * for; the listener bounds how many such connections it holds (LISTENER_HALF_OPEN: the
+ * oldest makes room), and backs off when the process is out of file descriptors instead of
+ * spinning on accept.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -244,12 +245,14 @@ static void on_accept_ready(struct io_watch *w, uint32_t revents)
 				back_off(l);
 			return;
 		}
-		if (l->half_open >= LISTENER_HALF_OPEN) {
-			/* Too many that have not said what they are for: this one waits its turn
-			 * elsewhere. A genuine requester reconnects; nothing is lost. */
-			close(fd);
-			continue;
-		}
+		/*
+		 * Too many that have not said what they are for: the oldest goes, not the
+		 * newcomer. Refusing newcomers would let 64 silent connections, renewed as they
+		 * time out, keep every stream out of this listener; a genuine requester sends
+		 * its hello at once, so it is never the oldest for long.
+		 */
+		if (l->half_open >= LISTENER_HALF_OPEN)
+			handshake_evict_oldest(l);
 		handshake_accept(l, fd, &peer);
 	}
 }
