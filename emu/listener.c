@@ -8,7 +8,7 @@
  * What arrives on a TCP socket is not trusted until emu/handshake.c has read what it is
  * for; the listener bounds how many such connections it holds (LISTENER_HALF_OPEN: the
  * oldest makes room), and backs off when the process is out of file descriptors instead of
- * spinning on accept.
+ * spinning on accept (accept_must_rest()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,7 +22,6 @@
 
 #define LISTENER_BIND_TRIES	16
 #define ACCEPTS_PER_WAKE	16
-#define ACCEPT_BACKOFF_NS	100000000ull	/* out of descriptors: try again in 100 ms */
 
 static bool is_link_local(const uint8_t a[16])
 {
@@ -241,7 +240,7 @@ static void on_accept_ready(struct io_watch *w, uint32_t revents)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			if (accept_must_rest(errno))
 				back_off(l);
 			return;
 		}

@@ -38,6 +38,29 @@ bool peer_mem_enabled(void)
 	return !v || strcmp(v, "0");
 }
 
+/* Out of descriptors: stop accepting until the backoff ends, as a listener does. */
+static void rest_local_socket(struct emu_engine *e)
+{
+	e->local_watch.events = 0;
+	engine_rewatch(e, &e->local_watch);
+	e->local_resume_ns = engine_now_ns() + ACCEPT_BACKOFF_NS;
+	engine_timer_changed(e, e->local_resume_ns);
+}
+
+uint64_t peer_mem_timer(struct emu_engine *e, uint64_t now)
+{
+	if (!e->local_resume_ns)
+		return UINT64_MAX;
+	if (now < e->local_resume_ns)
+		return e->local_resume_ns;
+	e->local_resume_ns = 0;
+	if (e->local_fd >= 0) {
+		e->local_watch.events = IO_IN;
+		engine_rewatch(e, &e->local_watch);
+	}
+	return UINT64_MAX;
+}
+
 static void on_local_ready(struct io_watch *w, uint32_t revents)
 {
 	struct emu_engine *e = container_of(w, struct emu_engine, local_watch);
@@ -46,8 +69,11 @@ static void on_local_ready(struct io_watch *w, uint32_t revents)
 	for (int i = 0; i < 16; i++) {
 		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (accept_must_rest(errno))
+				rest_local_socket(e);
 			return;
+		}
 		handshake_local_accept(e, fd);
 	}
 }
