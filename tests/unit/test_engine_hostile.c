@@ -10,7 +10,8 @@
  *   - a peer that sends and never reads: the victim's memory stays bounded;
  *   - guessed rkeys, on UC and RC: refused and counted;
  *   - the fd limit: the listener and the AF_UNIX socket rest instead of spinning;
- *   - silent connections: bounded per listener, closed after the handshake timeout.
+ *   - silent connections: bounded per listener, closed after the handshake timeout;
+ *   - listeners on the GID table's addresses only.
  * The victim QP is env->c. Run under `softrdma run` as root for the other-user cases
  * (they fork and setuid to nobody; skipped otherwise).
  */
@@ -20,6 +21,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -937,6 +940,73 @@ static void test_silent_connections_are_bounded_and_time_out(void **state)
 	set_soft_fd_limit(old);
 }
 
+/* ---- class 10: where the listeners listen ---- */
+
+/* Whether addr (IPv4) is in the device's GID table. */
+static bool in_gid_table(struct rc_env *env, struct in_addr addr)
+{
+	struct ibv_port_attr port;
+
+	assert_int_equal(ibv_query_port(env->ctx, 1, &port), 0);
+	for (int i = 0; i < port.gid_tbl_len; i++) {
+		union ibv_gid gid;
+
+		if (!ibv_query_gid(env->ctx, 1, i, &gid) && !memcmp(gid.raw + 12, &addr, 4) &&
+		    gid.raw[10] == 0xff && gid.raw[11] == 0xff)
+			return true;
+	}
+	return false;
+}
+
+/* A TCP connection to addr:port is refused: nothing listens there. */
+static void expect_refused(struct in_addr addr, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr = addr };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int ret;
+
+	assert_true(fd >= 0);
+	ret = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (ret == 0)
+		fail_msg("a QP listener took a connection on %s, not in the GID table",
+			 inet_ntoa(addr));
+	assert_int_equal(errno, ECONNREFUSED);
+	close(fd);
+}
+
+/*
+ * A QP listener is bound on the GID table's addresses only (loopback's 127.0.0.1 by
+ * default), as rxe hears only its netdev: not on 127.0.0.2, which reaches this host as
+ * well, nor on an address of another interface of the host (when there is one).
+ */
+static void test_listener_is_bound_only_on_the_gid_table(void **state)
+{
+	struct rc_env *env = *state;
+	uint16_t port;
+	struct in_addr other = { .s_addr = htonl(0x7f000002) };
+	struct pair_bufs m;
+	struct ifaddrs *ifs;
+
+	pair_init(env, &m);
+	port = (uint16_t)(env->b.qp->qp_num >> 8);
+	assert_false(in_gid_table(env, other));
+	expect_refused(other, port);
+	assert_int_equal(getifaddrs(&ifs), 0);
+	for (struct ifaddrs *ifa = ifs; ifa; ifa = ifa->ifa_next) {
+		struct sockaddr_in sin;
+
+		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET ||
+		    !(ifa->ifa_flags & IFF_UP))
+			continue;
+		memcpy(&sin, ifa->ifa_addr, sizeof(sin));
+		if (!in_gid_table(env, sin.sin_addr))
+			expect_refused(sin.sin_addr, port);
+	}
+	freeifaddrs(ifs);
+	expect_pair_works(env, &m, 0x2c);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -962,6 +1032,8 @@ int main(int argc, char **argv)
 			test_at_the_fd_limit_the_local_socket_rests_then_serves, rc_setup,
 			rc_teardown),
 		cmocka_unit_test_setup_teardown(test_silent_connections_are_bounded_and_time_out,
+						rc_setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(test_listener_is_bound_only_on_the_gid_table,
 						rc_setup, rc_teardown),
 	};
 
