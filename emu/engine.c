@@ -166,6 +166,9 @@ static uint64_t run_timers(struct emu_engine *e)
 		return atomic_load(&e->next_timer_ns);
 	atomic_store(&e->next_timer_ns, UINT64_MAX);
 	next = handshake_timers(e, now);
+	t = peer_mem_timer(e, now);
+	if (t < next)
+		next = t;
 	pthread_mutex_lock(&e->lock);
 	for (int i = 0; i < e->nlisteners; i++) {
 		t = listener_timer(e->listeners[i], now);

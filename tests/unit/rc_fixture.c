@@ -64,6 +64,7 @@ void rc_close(struct rc_env *env)
 		rc_drain_async(env);
 	rc_destroy_end(&env->a);
 	rc_destroy_end(&env->b);
+	rc_destroy_end(&env->c);
 	for (int i = 0; i < RC_MAX_MRS; i++)
 		if (env->mrs[i]) {
 			ibv_dereg_mr(env->mrs[i]);
@@ -223,6 +224,53 @@ void rc_connect(struct ibv_qp *qp, const struct rc_qp_opts *o, uint32_t dest_qpn
 	assert_int_equal(rc_modify_rtr(qp, o, dest_qpn, dgid), 0);
 	assert_int_equal(rc_modify_rts(qp, o), 0);
 	assert_int_equal(rc_state(qp), IBV_QPS_RTS);
+}
+
+void rc_create_uc_end(struct rc_env *env, struct rc_end *end, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UC,
+		.srq = srq,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+	};
+
+	end->scq = ibv_create_cq(env->ctx, 128, NULL, NULL, 0);
+	end->rcq = ibv_create_cq(env->ctx, 128, NULL, NULL, 0);
+	assert_non_null(end->scq);
+	assert_non_null(end->rcq);
+	init.send_cq = end->scq;
+	init.recv_cq = end->rcq;
+	end->qp = ibv_create_qp(env->pd, &init);
+	assert_non_null(end->qp);
+}
+
+/* The kernel's required masks for UC: no RNR timer, no read/atomic budget, no retries. */
+void rc_connect_uc(struct rc_env *env, struct ibv_qp *qp, uint32_t dest_qpn, int access)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = access,
+	};
+
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = dest_qpn;
+	attr.rq_psn = 0x123;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.port_num = 1;
+	attr.ah_attr.grh.dgid = env->gid;
+	attr.ah_attr.grh.hop_limit = 1;
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = 0x456;
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 }
 
 void rc_pair(struct rc_env *env, const struct rc_qp_opts *oa, const struct rc_qp_opts *ob)

@@ -64,6 +64,7 @@ struct rc_env {
 	union ibv_gid gid;		/* GID 0 */
 	struct ibv_comp_channel *channel;
 	struct rc_end a, b;		/* a requests, b responds (both can do both) */
+	struct rc_end c;		/* a third QP, beside the pair (a hostile peer's victim) */
 	struct ibv_mr *mrs[RC_MAX_MRS];
 	struct rc_buf bufs[RC_MAX_BUFS];
 	size_t page;
@@ -90,6 +91,12 @@ int rc_modify_rts(struct ibv_qp *qp, const struct rc_qp_opts *o);
 /* RESET -> INIT -> RTR -> RTS, asserting each step. */
 void rc_connect(struct ibv_qp *qp, const struct rc_qp_opts *o, uint32_t dest_qpn,
 		const union ibv_gid *dgid);
+
+/* A UC QP's CQs (128 entries each) and QP in RESET; srq may be NULL. */
+void rc_create_uc_end(struct rc_env *env, struct rc_end *end, struct ibv_srq *srq);
+/* RESET -> INIT -> RTR -> RTS with the kernel's UC masks (no RNR timer, read/atomic budget
+ * or retries), to dest_qpn at env->gid, granting access. */
+void rc_connect_uc(struct rc_env *env, struct ibv_qp *qp, uint32_t dest_qpn, int access);
 
 /* env->a and env->b, created and connected to each other; NULL opts: the defaults. */
 void rc_pair(struct rc_env *env, const struct rc_qp_opts *oa, const struct rc_qp_opts *ob);

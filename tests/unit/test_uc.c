@@ -28,53 +28,6 @@ struct scene {
 	struct ibv_mr *amr, *bmr;	/* every right */
 };
 
-static void create_uc_end(struct rc_env *env, struct rc_end *end, struct ibv_srq *srq)
-{
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_UC,
-		.srq = srq,
-		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 2,
-			 .max_recv_sge = 2, .max_inline_data = 64 },
-	};
-
-	end->scq = ibv_create_cq(env->ctx, 128, NULL, NULL, 0);
-	end->rcq = ibv_create_cq(env->ctx, 128, NULL, NULL, 0);
-	assert_non_null(end->scq);
-	assert_non_null(end->rcq);
-	init.send_cq = end->scq;
-	init.recv_cq = end->rcq;
-	end->qp = ibv_create_qp(env->pd, &init);
-	assert_non_null(end->qp);
-}
-
-/* The kernel's required masks for UC: no RNR timer, no read/atomic budget, no retries. */
-static void connect_uc(struct rc_env *env, struct ibv_qp *qp, uint32_t dest_qpn, int access)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = access,
-	};
-
-	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = IBV_MTU_1024;
-	attr.dest_qp_num = dest_qpn;
-	attr.rq_psn = 0x123;
-	attr.ah_attr.is_global = 1;
-	attr.ah_attr.port_num = 1;
-	attr.ah_attr.grh.dgid = env->gid;
-	attr.ah_attr.grh.hop_limit = 1;
-	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = 0x456;
-	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-}
-
 /* env->a and env->b, UC, connected; B's QP grants b_access. */
 static void scene_init(struct scene *s, void **state, int b_access)
 {
@@ -82,10 +35,10 @@ static void scene_init(struct scene *s, void **state, int b_access)
 
 	memset(s, 0, sizeof(*s));
 	s->env = env;
-	create_uc_end(env, &env->a, NULL);
-	create_uc_end(env, &env->b, NULL);
-	connect_uc(env, env->a.qp, env->b.qp->qp_num, RC_ACCESS_ALL);
-	connect_uc(env, env->b.qp, env->a.qp->qp_num, b_access);
+	rc_create_uc_end(env, &env->a, NULL);
+	rc_create_uc_end(env, &env->b, NULL);
+	rc_connect_uc(env, env->a.qp, env->b.qp->qp_num, RC_ACCESS_ALL);
+	rc_connect_uc(env, env->b.qp, env->a.qp->qp_num, b_access);
 	s->a = rc_alloc(env, env->page);
 	s->b = rc_alloc(env, env->page);
 	s->amr = rc_reg(env, env->pd, s->a->p, s->a->cap, RC_ACCESS_ALL);
@@ -422,10 +375,10 @@ static void test_uc_on_srq(void **state)
 
 	assert_non_null(srq);
 	rc_fill(a->p, a->cap, A_SEED);
-	create_uc_end(env, &env->a, NULL);
-	create_uc_end(env, &env->b, srq);
-	connect_uc(env, env->a.qp, env->b.qp->qp_num, RC_ACCESS_ALL);
-	connect_uc(env, env->b.qp, env->a.qp->qp_num, RC_ACCESS_ALL);
+	rc_create_uc_end(env, &env->a, NULL);
+	rc_create_uc_end(env, &env->b, srq);
+	rc_connect_uc(env, env->a.qp, env->b.qp->qp_num, RC_ACCESS_ALL);
+	rc_connect_uc(env, env->b.qp, env->a.qp->qp_num, RC_ACCESS_ALL);
 	assert_int_equal(ibv_post_srq_recv(srq, &rwr, &rbad), 0);
 	assert_int_equal(post(env->a.qp, 1, IBV_WR_SEND, &ss, 0, 0), 0);
 	rc_expect_wc(env->b.rcq, 3, IBV_WC_SUCCESS, &wc);
