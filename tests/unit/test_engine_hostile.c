@@ -921,19 +921,24 @@ static void test_silent_connections_are_bounded_and_time_out(void **state)
 	start = rc_now_ms();
 	for (int i = 0; i < SILENT; i++)
 		fds[i] = connect_loopback(-1, port);
-	usleep(500 * 1000);
-	open = still_open(fds, SILENT);
-	print_message("%d silent connections, %d still held after 0.5 s\n", SILENT, open);
-	assert_true(open <= HALF_OPEN_MAX);
-	pair_init(env, &m);	/* its streams connect to the same listener */
+	/*
+	 * The pair's streams connect to the same listener, behind the silent ones in its
+	 * accept queue: once they are up, the engine has taken every silent connection, and
+	 * what it holds is what it keeps, however slowly a loaded machine got there.
+	 */
+	pair_init(env, &m);
 	assert_int_equal(env->a.qp->qp_num >> 8, port);
 	assert_int_equal(env->b.qp->qp_num >> 8, port);
 	assert_true(rc_now_ms() - start < HANDSHAKE_TIMEOUT_MS);	/* before any timed out */
-	while (rc_now_ms() - start < HANDSHAKE_TIMEOUT_MS + 1500)
-		usleep(100 * 1000);
 	open = still_open(fds, SILENT);
+	print_message("%d silent connections, %d still held once the pair is up\n", SILENT, open);
+	assert_true(open <= HALF_OPEN_MAX);
+	/* The rest go at their deadline; the bound only keeps a broken engine from hanging us. */
+	while ((open = still_open(fds, SILENT)) && rc_now_ms() - start < HANDSHAKE_TIMEOUT_MS + 30000)
+		usleep(100 * 1000);
 	print_message("%d still held after %.1f s\n", open, (rc_now_ms() - start) / 1000.0);
 	assert_int_equal(open, 0);
+	assert_true(rc_now_ms() - start >= HANDSHAKE_TIMEOUT_MS);	/* not before their time */
 	for (int i = 0; i < SILENT; i++)
 		close(fds[i]);
 	expect_pair_works(env, &m, 0x2b);
