@@ -97,6 +97,7 @@ int rc_setup(void **state)
 
 	assert_non_null(env);
 	rc_open(env);
+	env->param = *state;
 	*state = env;
 	return 0;
 }

@@ -67,9 +67,11 @@ struct rc_env {
 	struct ibv_mr *mrs[RC_MAX_MRS];
 	struct rc_buf bufs[RC_MAX_BUFS];
 	size_t page;
+	const void *param;		/* a table case's row (case_table.h), else NULL */
 };
 
-/* cmocka setup/teardown: a fresh context (so async events never leak between tests). */
+/* cmocka setup/teardown: a fresh context (so async events never leak between tests). The
+ * setup keeps the test's initial state (a table case's row) in env->param. */
 int rc_setup(void **state);
 int rc_teardown(void **state);
 /* The same, for a test that must do something (fork) before the device is opened. */
