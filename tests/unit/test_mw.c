@@ -119,13 +119,15 @@ static uint32_t bind2(struct scene *s, struct ibv_mw *mw, uint8_t *addr, uint64_
 	return rkey;
 }
 
-static int post_on(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, uint32_t ex)
+/* B's LOCAL_INV (wr_id 7) of key; its completion has status. */
+static void local_inv(struct scene *s, uint32_t key, enum ibv_wc_status status)
 {
-	struct ibv_send_wr wr = { .wr_id = wr_id, .opcode = op, .send_flags = IBV_SEND_SIGNALED,
-				  .invalidate_rkey = ex };
+	struct ibv_send_wr wr = { .wr_id = 7, .opcode = IBV_WR_LOCAL_INV,
+				  .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = key };
 	struct ibv_send_wr *bad = NULL;
 
-	return ibv_post_send(qp, &wr, &bad);
+	assert_int_equal(ibv_post_send(s->env->b.qp, &wr, &bad), 0);
+	expect_b_local(s, 7, IBV_WC_LOCAL_INV, status);
 }
 
 /* A's WRITE of len bytes from its buffer start to raddr under rkey; its completion status. */
@@ -409,8 +411,7 @@ static void test_type2_local_invalidate_then_refused(void **state)
 	rkey = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
 	write_via(&s, 1, rkey, s.win, 8, IBV_WC_SUCCESS);
 	rc_fill(s.b->p, s.b->cap, B_SEED);
-	assert_int_equal(post_on(s.env->b.qp, 7, IBV_WR_LOCAL_INV, rkey), 0);
-	expect_b_local(&s, 7, IBV_WC_LOCAL_INV, IBV_WC_SUCCESS);
+	local_inv(&s, rkey, IBV_WC_SUCCESS);
 	expect_refused(&s, 2, rkey, s.win, 8);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
@@ -425,8 +426,7 @@ static void test_type2_rebind_after_invalidate(void **state)
 	scene_init(&s, state, MR_RIGHTS);
 	mw = alloc_mw(&s, IBV_MW_TYPE_2);
 	k1 = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
-	assert_int_equal(post_on(s.env->b.qp, 7, IBV_WR_LOCAL_INV, k1), 0);
-	expect_b_local(&s, 7, IBV_WC_LOCAL_INV, IBV_WC_SUCCESS);
+	local_inv(&s, k1, IBV_WC_SUCCESS);
 	mw->rkey = k1;
 	k2 = bind2(&s, mw, s.win + 512, 64, IBV_ACCESS_REMOTE_WRITE);
 	assert_int_not_equal(k1, k2);
@@ -466,8 +466,7 @@ static void test_local_invalidate_of_type1_fails(void **state)
 	scene_init(&s, state, MR_RIGHTS);
 	mw = alloc_mw(&s, IBV_MW_TYPE_1);
 	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
-	assert_int_equal(post_on(s.env->b.qp, 7, IBV_WR_LOCAL_INV, mw->rkey), 0);
-	expect_b_local(&s, 7, IBV_WC_LOCAL_INV, IBV_WC_LOC_QP_OP_ERR);
+	local_inv(&s, mw->rkey, IBV_WC_LOC_QP_OP_ERR);
 	rc_wait_state(s.env->b.qp, IBV_QPS_ERR);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }

@@ -513,31 +513,43 @@ static void run_zero_length_garbage(void **state)
 
 /* ---- Allowed: placed exactly, nothing around it touched ---- */
 
-static void test_write_allowed_placed_exactly(void **state)
+/* A WRITE or READ at region offset off, of len bytes (0: the whole page). */
+struct allowed_case {
+	const char *name;
+	enum ibv_wr_opcode op;
+	size_t off;
+	uint32_t len;
+	bool source_checked;	/* the side the data came from is checked unchanged too */
+};
+
+static const struct allowed_case allowed[] = {
+	{ "test_write_allowed_placed_exactly", IBV_WR_RDMA_WRITE, 13, 1000, true },
+	{ "test_write_whole_region_up_to_both_bounds", IBV_WR_RDMA_WRITE, 0, 0, false },
+	{ "test_read_allowed_placed_exactly", IBV_WR_RDMA_READ, 13, 1000, true },
+	{ "test_read_whole_region_up_to_both_bounds", IBV_WR_RDMA_READ, 0, 0, true },
+};
+
+static void run_allowed(void **state)
 {
+	const struct allowed_case *c = ((struct rc_env *)*state)->param;
 	struct op_req req;
 	struct scene s;
 
 	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_WRITE);
-	req.raddr = (uintptr_t)s.region + 13;
-	req.len = 1000;
-	expect_done(&s, &req, IBV_WC_RDMA_WRITE);
-	expect_remote(&s, 13, s.lbuf->p, 1000);
-	rc_expect_pattern(s.lbuf->p, s.lbuf->cap, LOCAL_SEED, "A's memory");
-}
-
-static void test_write_whole_region_up_to_both_bounds(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_WRITE);
-	req.raddr = (uintptr_t)s.region;
-	req.len = (uint32_t)s.page;
-	expect_done(&s, &req, IBV_WC_RDMA_WRITE);
-	expect_remote(&s, 0, s.lbuf->p, s.page);
+	req = default_req(&s, c->op);
+	req.raddr = (uintptr_t)s.region + c->off;
+	req.len = c->len ? c->len : (uint32_t)s.page;
+	if (c->op == IBV_WR_RDMA_WRITE) {
+		expect_done(&s, &req, IBV_WC_RDMA_WRITE);
+		expect_remote(&s, c->off, s.lbuf->p, req.len);
+		if (c->source_checked)
+			rc_expect_pattern(s.lbuf->p, s.lbuf->cap, LOCAL_SEED, "A's memory");
+	} else {
+		expect_done(&s, &req, IBV_WC_RDMA_READ);
+		expect_local(&s, s.region + c->off, req.len);
+		if (c->source_checked)
+			rc_expect_pattern(s.rbuf->p, s.rbuf->cap, REMOTE_SEED, "B's memory");
+	}
 }
 
 static void test_write_at_high_iova_placed_exactly(void **state)
@@ -555,34 +567,6 @@ static void test_write_at_high_iova_placed_exactly(void **state)
 	req.len = 32;
 	expect_done(&s, &req, IBV_WC_RDMA_WRITE);
 	expect_remote(&s, s.page - 32, s.lbuf->p, 32);
-}
-
-static void test_read_allowed_placed_exactly(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_READ);
-	req.raddr = (uintptr_t)s.region + 13;
-	req.len = 1000;
-	expect_done(&s, &req, IBV_WC_RDMA_READ);
-	expect_local(&s, s.region + 13, 1000);
-	rc_expect_pattern(s.rbuf->p, s.rbuf->cap, REMOTE_SEED, "B's memory");
-}
-
-static void test_read_whole_region_up_to_both_bounds(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_READ);
-	req.raddr = (uintptr_t)s.region;
-	req.len = (uint32_t)s.page;
-	expect_done(&s, &req, IBV_WC_RDMA_READ);
-	expect_local(&s, s.region, s.page);
-	rc_expect_pattern(s.rbuf->p, s.rbuf->cap, REMOTE_SEED, "B's memory");
 }
 
 static void test_cas_allowed_at_region_start(void **state)
@@ -814,11 +798,8 @@ int main(void)
 {
 	struct case_list l = { 0 };
 
-	case_add(&l, T(write_allowed_placed_exactly));
-	case_add(&l, T(write_whole_region_up_to_both_bounds));
+	TABLE(run_allowed, allowed);
 	case_add(&l, T(write_at_high_iova_placed_exactly));
-	case_add(&l, T(read_allowed_placed_exactly));
-	case_add(&l, T(read_whole_region_up_to_both_bounds));
 	case_add(&l, T(cas_allowed_at_region_start));
 	case_add(&l, T(fadd_allowed_at_region_end));
 	case_add(&l, T(write_imm_allowed_placed_exactly));
