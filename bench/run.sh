@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark of issue 7: softrdma against raw TCP on this machine, in one command.
+# The benchmark: softrdma against raw TCP on this machine, in one command.
 #
 #   bench/run.sh [BUILD_DIR]        (default: build)
 #

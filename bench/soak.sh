@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak of issue 8: two processes on softrdma0 moving data for a given time, every byte
+# The soak: two processes on softrdma0 moving data for a given time, every byte
 # checked (bench/soak.c), not part of the test suite.
 #
 #   bench/soak.sh [SECONDS] [MAX_BYTES] [BUILD_DIR]     (default: 600 s, 1 MiB, build)

@@ -399,7 +399,7 @@ void srq_detach(struct emu_srq *srq);
 enum recv_take srq_take(struct emu_srq *srq, uint64_t need, struct recv_wqe *into);
 
 /* sink.c */
-/* Places n bytes from src; returns false once the sink refused (the rest is discarded). */
+/* Places n bytes from src; once the sink has refused (s->failure), the rest is discarded. */
 void sink_place(struct rx_sink *s, const uint8_t *src, size_t n);
 /* recv()s at most n bytes straight into the sink; returns recv's result. */
 ssize_t sink_recv(struct rx_sink *s, int fd, size_t n);
