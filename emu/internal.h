@@ -152,7 +152,7 @@ struct qp_streams {
  */
 struct emu_qp {
 	struct emu_engine *engine;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* all but the constants (above); docs/locking.md */
 	uint32_t qpn;
 	enum ibv_qp_type type;
 	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
@@ -207,14 +207,15 @@ struct handshake;
 struct ucred;
 
 /*
- * The process's engine. lock guards the QP table (listeners and their qps), the call
- * queue and refs; everything else is the engine thread's own.
+ * The process's engine. lock guards the QP table (listeners and their qps) and the call
+ * queue; refs is under engine.c's process_engine_lock; everything else is the engine
+ * thread's own.
  */
 struct emu_engine {
-	pthread_mutex_t lock;
-	pthread_cond_t call_done;
+	pthread_mutex_t lock;		/* the QP table, the call queue; a leaf (docs/locking.md) */
+	pthread_cond_t call_done;	/* lock: a queued call ran */
 	pthread_t thread;
-	int refs;
+	int refs;			/* process_engine_lock: emu_engine_get()s not yet put */
 	struct io_backend *io;
 	int wake_fd;
 	struct io_watch wake_watch;

@@ -11,7 +11,9 @@
  * rdma_init_qp_attr reports), addrinfo.c (rdma_getaddrinfo and the endpoint calls),
  * rsocket.c (the rsocket API over TCP).
  *
- * THE LOCK RULE. Every field below says which lock guards it; these are the only locks:
+ * THE LOCK RULE. Every field below says which lock guards it; these are the CM's locks
+ * (besides them only leaves: id.c's devices_lock, qp.c's pd_lock; rsocket.c has its own;
+ * docs/locking.md lists them all):
  *
  *   id->lock   one id's connection state: state, sock, peer, the send queue, the channel
  *              pointer, the event counts a waiter sleeps on. Every API call on an id and

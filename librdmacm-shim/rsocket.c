@@ -129,7 +129,7 @@ struct rsock {
 	int wake_efd;		/* tells the progress thread to look again */
 	int data_efd;		/* readable while a waiter must look again (see rs_rx_notify) */
 
-	pthread_mutex_t tx_lock;
+	pthread_mutex_t tx_lock;	/* the fields below up to rx_lock: one sender at a time */
 	uint8_t *backlog;
 	size_t backlog_cap;
 	size_t backlog_head;
@@ -138,7 +138,7 @@ struct rsock {
 	int tx_err;
 	bool tx_shut;
 
-	pthread_mutex_t rx_lock;	/* taken before tx_lock when both are needed */
+	pthread_mutex_t rx_lock;	/* the fields below; taken before tx_lock when both are */
 	pthread_cond_t rx_cond;
 	struct rs_rx_parser parser;
 	atomic_bool rx_async;
@@ -165,7 +165,7 @@ struct rs_iov_cursor {
 };
 
 static struct rsock **rs_table[RS_TABLE_CHUNKS];
-static pthread_mutex_t rs_table_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t rs_table_lock = PTHREAD_MUTEX_INITIALIZER;	/* rs_table; alone */
 
 static int rs_fail(int err)
 {
