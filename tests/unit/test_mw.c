@@ -119,6 +119,25 @@ static uint32_t bind2(struct scene *s, struct ibv_mw *mw, uint8_t *addr, uint64_
 	return rkey;
 }
 
+/* The scene with B's MR rights, and a type 1 window bound to [win, win + WIN_LEN). */
+static struct ibv_mw *bound_type1(struct scene *s, void **state, int mr_rights, int rights)
+{
+	struct ibv_mw *mw;
+
+	scene_init(s, state, mr_rights);
+	mw = alloc_mw(s, IBV_MW_TYPE_1);
+	bind1(s, mw, s->bmr, s->win, WIN_LEN, rights, IBV_WC_SUCCESS);
+	return mw;
+}
+
+/* The scene, and a type 2 window bound to [win, win + WIN_LEN) for WRITEs; its key. */
+static uint32_t bound_type2(struct scene *s, void **state, struct ibv_mw **mw)
+{
+	scene_init(s, state, MR_RIGHTS);
+	*mw = alloc_mw(s, IBV_MW_TYPE_2);
+	return bind2(s, *mw, s->win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
+}
+
 /* B's LOCAL_INV (wr_id 7) of key; its completion has status. */
 static void local_inv(struct scene *s, uint32_t key, enum ibv_wc_status status)
 {
@@ -306,10 +325,8 @@ static void test_type1_access_inside_window(void **state)
 	struct ibv_sge sge;
 	uint64_t old;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-	      IBV_ACCESS_REMOTE_ATOMIC, IBV_WC_SUCCESS);
+	mw = bound_type1(&s, state, MR_RIGHTS, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC);
 	/* Both ends of the window. */
 	write_lands(&s, 1, mw->rkey, s.win, WIN_LEN);
 	write_lands(&s, 2, mw->rkey, s.win + WIN_LEN - 8, 8);
@@ -339,9 +356,8 @@ static void test_window_grants_more_than_mr(void **state)
 	struct scene s;
 	struct ibv_mw *mw;
 
-	scene_init(&s, state, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
+	mw = bound_type1(&s, state, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND,
+			 IBV_ACCESS_REMOTE_WRITE);
 	write_lands(&s, 1, mw->rkey, s.win + 10, 20);
 	/* The MR's own key still opens nothing remotely. */
 	expect_refused(&s, 2, s.bmr->rkey, s.win + 10, 20);
@@ -354,9 +370,7 @@ static void test_type1_rebind_kills_old_key(void **state)
 	struct ibv_mw *mw;
 	uint32_t old;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
+	mw = bound_type1(&s, state, MR_RIGHTS, IBV_ACCESS_REMOTE_WRITE);
 	old = mw->rkey;
 	bind1(&s, mw, s.bmr, s.win + 2048, 512, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
 	write_lands(&s, 1, mw->rkey, s.win + 2048, 512);
@@ -371,9 +385,7 @@ static void test_window_key_is_no_lkey(void **state)
 	struct ibv_mw *mw;
 	struct ibv_sge sge;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_READ, IBV_WC_SUCCESS);
+	mw = bound_type1(&s, state, MR_RIGHTS, IBV_ACCESS_REMOTE_READ);
 	sge = (struct ibv_sge){ .addr = (uintptr_t)s.win, .length = 16, .lkey = mw->rkey };
 	assert_int_equal(rc_post_rdma(s.env->b.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
 				      (uintptr_t)s.a->p, s.amr->rkey), 0);
@@ -388,9 +400,7 @@ static void test_type2_bind_access_local_invalidate(void **state)
 	struct ibv_mw *mw;
 	uint32_t rkey;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	rkey = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
+	rkey = bound_type2(&s, state, &mw);
 	write_lands(&s, 1, rkey, s.win + 100, 200);
 	/* Bound already: a type 2 window must be invalidated before it is bound again. */
 	assert_int_equal(post_bind2(s.env->b.qp, mw, ibv_inc_rkey(rkey), s.bmr, s.win, 8,
@@ -406,9 +416,7 @@ static void test_type2_local_invalidate_then_refused(void **state)
 	struct ibv_mw *mw;
 	uint32_t rkey;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	rkey = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
+	rkey = bound_type2(&s, state, &mw);
 	write_via(&s, 1, rkey, s.win, 8, IBV_WC_SUCCESS);
 	rc_fill(s.b->p, s.b->cap, B_SEED);
 	local_inv(&s, rkey, IBV_WC_SUCCESS);
@@ -423,9 +431,7 @@ static void test_type2_rebind_after_invalidate(void **state)
 	struct ibv_mw *mw;
 	uint32_t k1, k2;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	k1 = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
+	k1 = bound_type2(&s, state, &mw);
 	local_inv(&s, k1, IBV_WC_SUCCESS);
 	mw->rkey = k1;
 	k2 = bind2(&s, mw, s.win + 512, 64, IBV_ACCESS_REMOTE_WRITE);
@@ -463,9 +469,7 @@ static void test_local_invalidate_of_type1_fails(void **state)
 	struct scene s;
 	struct ibv_mw *mw;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
+	mw = bound_type1(&s, state, MR_RIGHTS, IBV_ACCESS_REMOTE_WRITE);
 	local_inv(&s, mw->rkey, IBV_WC_LOC_QP_OP_ERR);
 	rc_wait_state(s.env->b.qp, IBV_QPS_ERR);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
@@ -493,9 +497,7 @@ static void test_type2_remote_invalidate_then_refused(void **state)
 	struct ibv_wc wc;
 	uint32_t rkey;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	rkey = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
+	rkey = bound_type2(&s, state, &mw);
 	send_with_inv(&s, 24, rkey);
 	rc_expect_wc(s.env->a.scq, 5, IBV_WC_SUCCESS, &wc);
 	assert_int_equal(wc.opcode, IBV_WC_SEND);
@@ -536,9 +538,7 @@ static void test_type2_other_qp_refused(void **state)
 	struct ibv_mw *mw;
 	uint32_t rkey;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	rkey = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
+	rkey = bound_type2(&s, state, &mw);
 	rc_default_opts(&o);
 	rc_create_end(s.env, &o, &c);
 	rc_create_end(s.env, &o, &d);
