@@ -198,32 +198,57 @@ static void test_inline_send_takes_data_at_post(void **state)
 	expect_b(&m, 0, orig, sizeof(orig));
 }
 
+/* Three pieces of a buffer: offset and length of each. */
+struct pieces {
+	size_t off[3];
+	uint32_t len[3];
+};
+
+/* The pieces of base (registered in mr) as three SGEs. */
+static void sges_of(struct ibv_sge sge[3], uint8_t *base, const struct ibv_mr *mr,
+		    const struct pieces *p)
+{
+	for (int i = 0; i < 3; i++)
+		sge[i] = rc_sge(base + p->off[i], p->len[i], mr);
+}
+
+/* The pieces' bytes of base, one after the other, into flat. */
+static void gather(uint8_t *flat, const uint8_t *base, const struct pieces *p)
+{
+	for (int i = 0; i < 3; i++) {
+		memcpy(flat, base + p->off[i], p->len[i]);
+		flat += p->len[i];
+	}
+}
+
+/* n bytes of flat spread over the pieces of base in order, as a scatter list fills them. */
+static void scatter(uint8_t *base, const struct pieces *p, const uint8_t *flat, size_t n)
+{
+	for (int i = 0; i < 3 && n; i++) {
+		size_t k = n < p->len[i] ? n : p->len[i];
+
+		memcpy(base + p->off[i], flat, k);
+		flat += k;
+		n -= k;
+	}
+}
+
 static void test_multi_sge_send_and_receive(void **state)
 {
+	static const struct pieces send = { { 0, 100, 1000 }, { 5, 100, 37 } };
+	static const struct pieces recv = { { 0, 500, 1000 }, { 50, 60, 100 } };
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge ss[3] = {
-		rc_sge(m.a->p + 0, 5, m.amr),
-		rc_sge(m.a->p + 100, 100, m.amr),
-		rc_sge(m.a->p + 1000, 37, m.amr),
-	};
-	struct ibv_sge rs[3] = {
-		rc_sge(m.b->p + 0, 50, m.bmr),
-		rc_sge(m.b->p + 500, 60, m.bmr),
-		rc_sge(m.b->p + 1000, 100, m.bmr),
-	};
+	struct ibv_sge ss[3], rs[3];
 	uint8_t msg[142], *want = malloc(m.b->cap);
 	struct ibv_wc wc;
 
 	assert_non_null(want);
-
-	memcpy(msg, m.a->p, 5);
-	memcpy(msg + 5, m.a->p + 100, 100);
-	memcpy(msg + 105, m.a->p + 1000, 37);
+	sges_of(ss, m.a->p, m.amr, &send);
+	sges_of(rs, m.b->p, m.bmr, &recv);
+	gather(msg, m.a->p, &send);
 	rc_fill(want, m.b->cap, B_SEED);
-	memcpy(want, msg, 50);
-	memcpy(want + 500, msg + 50, 60);
-	memcpy(want + 1000, msg + 110, 32);	/* the last SGE is filled only in part */
+	scatter(want, &recv, msg, sizeof(msg));	/* the last SGE is filled only in part */
 
 	rc_post_recv(env->b.qp, 1, rs, 3);
 	assert_int_equal(post_send(env->a.qp, 2, IBV_WR_SEND, ss, 3, IBV_SEND_SIGNALED), 0);
@@ -237,18 +262,14 @@ static void test_multi_sge_send_and_receive(void **state)
 
 static void test_write_gathers_multiple_sges(void **state)
 {
+	static const struct pieces src = { { 7, 3000, 64 }, { 9, 1, 90 } };
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge ss[3] = {
-		rc_sge(m.a->p + 7, 9, m.amr),
-		rc_sge(m.a->p + 3000, 1, m.amr),
-		rc_sge(m.a->p + 64, 90, m.amr),
-	};
+	struct ibv_sge ss[3];
 	uint8_t want[100];
 
-	memcpy(want, m.a->p + 7, 9);
-	memcpy(want + 9, m.a->p + 3000, 1);
-	memcpy(want + 10, m.a->p + 64, 90);
+	sges_of(ss, m.a->p, m.amr, &src);
+	gather(want, m.a->p, &src);
 	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, ss, 3,
 				      (uintptr_t)m.b->p + 333, m.bmr->rkey), 0);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
@@ -257,21 +278,17 @@ static void test_write_gathers_multiple_sges(void **state)
 
 static void test_read_scatters_into_multiple_sges(void **state)
 {
+	static const struct pieces dst = { { 0, 200, 400 }, { 100, 50, 150 } };
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge ls[3] = {
-		rc_sge(m.a->p + 0, 100, m.amr),
-		rc_sge(m.a->p + 200, 50, m.amr),
-		rc_sge(m.a->p + 400, 150, m.amr),
-	};
+	struct ibv_sge ls[3];
 	uint8_t *want = malloc(m.a->cap);
 	struct ibv_wc wc;
 
 	assert_non_null(want);
+	sges_of(ls, m.a->p, m.amr, &dst);
 	rc_fill(want, m.a->cap, A_SEED);
-	memcpy(want, m.b->p + 1000, 100);
-	memcpy(want + 200, m.b->p + 1100, 50);
-	memcpy(want + 400, m.b->p + 1150, 150);
+	scatter(want, &dst, m.b->p + 1000, 300);
 	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_READ, ls, 3,
 				      (uintptr_t)m.b->p + 1000, m.bmr->rkey), 0);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, &wc);
