@@ -95,6 +95,8 @@ struct cm_msg {
 	uint32_t ece_options;
 	uint8_t private_data[CM_MAX_PRIVATE_DATA];
 } __attribute__((packed));
+/* The wire record docs/rdma-cm.md describes: a change here is a new CM_WIRE_VERSION. */
+_Static_assert(sizeof(struct cm_msg) == 264, "struct cm_msg is 264 bytes on the wire");
 
 enum cm_state {
 	CM_IDLE,
