@@ -180,10 +180,7 @@ int sr_qp_teardown(struct sr_context *ctx, struct sr_qp *qp)
 
 int sr_destroy_qp(struct ibv_qp *ibqp)
 {
-	struct sr_context *ctx = to_sr_context(ibqp->context);
-	int ret = sr_obj_destroy_begin(ctx, SR_QP_REF(ibqp));
-
-	return ret ? ret : sr_qp_teardown(ctx, to_sr_qp(ibqp));
+	return sr_obj_destroy(to_sr_context(ibqp->context), SR_QP_REF(ibqp));
 }
 
 static int modify_qp(struct sr_context *ctx, struct sr_qp *qp, struct ibv_qp_attr *attr,

@@ -231,6 +231,8 @@ void sr_obj_leave(struct sr_context *ctx, struct sr_obj *o);
 /* A destroy: 0 (nothing finds it any more), ENOENT, EINVAL, or EBUSY (users, or a verb running). */
 int sr_obj_destroy_begin(struct sr_context *ctx, struct sr_obj_ref ref);
 void sr_obj_destroy_cancel(struct sr_context *ctx, struct sr_obj *o);	/* it stays after all */
+/* A destroy verb: sr_obj_destroy_begin(), then the type's teardown (sr_*_teardown). */
+int sr_obj_destroy(struct sr_context *ctx, struct sr_obj_ref ref);
 /* ibv_rereg_mr(IBV_REREG_MR_CHANGE_PD): o becomes a user of parent instead of old. */
 int sr_obj_swap_parent(struct sr_context *ctx, struct sr_obj *o, struct sr_obj *old,
 		       struct sr_obj_ref parent);

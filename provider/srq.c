@@ -140,10 +140,7 @@ int sr_srq_teardown(struct sr_context *ctx, struct sr_srq *srq)
 /* EBUSY while a QP takes its receives from it. */
 int sr_destroy_srq(struct ibv_srq *ibsrq)
 {
-	struct sr_context *ctx = to_sr_context(ibsrq->context);
-	int ret = sr_obj_destroy_begin(ctx, SR_SRQ_REF(ibsrq));
-
-	return ret ? ret : sr_srq_teardown(ctx, to_sr_srq(ibsrq));
+	return sr_obj_destroy(to_sr_context(ibsrq->context), SR_SRQ_REF(ibsrq));
 }
 
 int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
