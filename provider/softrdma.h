@@ -282,6 +282,16 @@ void sr_events_wait_acked(struct sr_context *ctx, pthread_mutex_t *mutex, pthrea
 enum sr_obj_type sr_async_event_type(uint32_t event_type);
 void sr_async_event(struct ibv_context *context, struct ibv_async_event *event);
 struct sr_event_pipe sr_async_pipe(struct sr_context *ctx);
+/*
+ * The end of a QP's or SRQ's destroy, once the engine has let go of it (so it raises no
+ * more async events): its unread events are removed, its handle is freed, and the destroy
+ * waits for the application to acknowledge the events it read (mutex, cond, acked: the
+ * ibv object's own). true: a pipe could not be settled, and the object's memory must be
+ * kept (sr_obj_keep) for records that may still name it.
+ */
+bool sr_async_settle_unmake(struct sr_context *ctx, struct sr_obj *o, uint64_t element,
+			    const struct sr_event_count *async, pthread_mutex_t *mutex,
+			    pthread_cond_t *cond, const uint32_t *acked);
 struct sr_event_pipe sr_comp_pipe(struct ibv_comp_channel *channel);
 /* A second, non-blocking description of a pipe end, or -1 with errno. */
 int sr_open_nowait(int fd);
