@@ -139,6 +139,10 @@ void rc_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge, int nu
 struct ibv_sge rc_sge(void *p, uint32_t len, const struct ibv_mr *mr);
 int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		 int num_sge, uint64_t remote_addr, uint32_t rkey);
+/* The same with immediate data (network order), which only the *_WITH_IMM opcodes carry. */
+int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
+		     struct ibv_sge *sge, int num_sge, uint64_t remote_addr, uint32_t rkey,
+		     __be32 imm_data);
 int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		   uint64_t swap);

@@ -95,21 +95,11 @@ static void scene_init(struct scene *s, void **state, int b_access)
 	rc_fill(s->b->p, s->b->cap, B_SEED);
 }
 
+/* One signaled WR of one SGE, carrying IMM. */
 static int post(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = sge,
-		.num_sge = 1,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.imm_data = htonl(IMM),
-		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
-	};
-	struct ibv_send_wr *bad = NULL;
-
-	return ibv_post_send(qp, &wr, &bad);
+	return rc_post_rdma_imm(qp, wr_id, op, sge, 1, raddr, rkey, htonl(IMM));
 }
 
 /* B's memory: the pattern, except want[0, n) at offset off. */
