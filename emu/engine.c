@@ -21,7 +21,7 @@
 #include "emu/limits.h"
 
 /* The process's engine: emu_engine_get() starts it, the last emu_engine_put() stops it. */
-static pthread_mutex_t process_engine_lock = PTHREAD_MUTEX_INITIALIZER;	/* process_engine */
+static pthread_mutex_t process_engine_lock = PTHREAD_MUTEX_INITIALIZER;	/* process_engine, refs */
 static struct emu_engine *process_engine;
 
 uint64_t engine_now_ns(void)

@@ -153,7 +153,7 @@ struct qp_streams {
  */
 struct emu_qp {
 	struct emu_engine *engine;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* all but the constants (above); docs/locking.md */
 	uint32_t qpn;
 	enum ibv_qp_type type;
 	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
@@ -208,14 +208,15 @@ struct handshake;
 struct ucred;
 
 /*
- * The process's engine. lock guards the QP table (listeners and their qps), the call
- * queue and refs; everything else is the engine thread's own.
+ * The process's engine. lock guards the QP table (listeners and their qps) and the call
+ * queue; refs is under engine.c's process_engine_lock; everything else is the engine
+ * thread's own.
  */
 struct emu_engine {
-	pthread_mutex_t lock;
-	pthread_cond_t call_done;
+	pthread_mutex_t lock;		/* the QP table, the call queue; a leaf (docs/locking.md) */
+	pthread_cond_t call_done;	/* lock: a queued call ran */
 	pthread_t thread;
-	int refs;
+	int refs;			/* process_engine_lock: emu_engine_get()s not yet put */
 	struct io_backend *io;
 	int wake_fd;
 	struct io_watch wake_watch;
@@ -415,7 +416,7 @@ void srq_detach(struct emu_srq *srq);
 enum recv_take srq_take(struct emu_srq *srq, uint64_t need, struct recv_wqe *into);
 
 /* sink.c */
-/* Places n bytes from src; returns false once the sink refused (the rest is discarded). */
+/* Places n bytes from src; once the sink has refused (s->failure), the rest is discarded. */
 void sink_place(struct rx_sink *s, const uint8_t *src, size_t n);
 /* recv()s at most n bytes straight into the sink; returns recv's result. */
 ssize_t sink_recv(struct rx_sink *s, int fd, size_t n);

@@ -98,6 +98,7 @@ int rc_setup(void **state)
 
 	assert_non_null(env);
 	rc_open(env);
+	env->param = *state;
 	*state = env;
 	return 0;
 }
@@ -534,8 +535,9 @@ void rc_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge, int nu
 	assert_int_equal(ibv_post_recv(qp, &wr, &bad), 0);
 }
 
-int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
-		 int num_sge, uint64_t remote_addr, uint32_t rkey)
+int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
+		     struct ibv_sge *sge, int num_sge, uint64_t remote_addr, uint32_t rkey,
+		     __be32 imm_data)
 {
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id,
@@ -543,11 +545,18 @@ int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struc
 		.num_sge = num_sge,
 		.opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = imm_data,
 		.wr.rdma = { .remote_addr = remote_addr, .rkey = rkey },
 	};
 	struct ibv_send_wr *bad = NULL;
 
 	return ibv_post_send(qp, &wr, &bad);
+}
+
+int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
+		 int num_sge, uint64_t remote_addr, uint32_t rkey)
+{
+	return rc_post_rdma_imm(qp, wr_id, op, sge, num_sge, remote_addr, rkey, 0);
 }
 
 int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,

@@ -68,9 +68,11 @@ struct rc_env {
 	struct ibv_mr *mrs[RC_MAX_MRS];
 	struct rc_buf bufs[RC_MAX_BUFS];
 	size_t page;
+	const void *param;		/* a table case's row (case_table.h), else NULL */
 };
 
-/* cmocka setup/teardown: a fresh context (so async events never leak between tests). */
+/* cmocka setup/teardown: a fresh context (so async events never leak between tests). The
+ * setup keeps the test's initial state (a table case's row) in env->param. */
 int rc_setup(void **state);
 int rc_teardown(void **state);
 /* The same, for a test that must do something (fork) before the device is opened. */
@@ -144,6 +146,10 @@ void rc_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge, int nu
 struct ibv_sge rc_sge(void *p, uint32_t len, const struct ibv_mr *mr);
 int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		 int num_sge, uint64_t remote_addr, uint32_t rkey);
+/* The same with immediate data (network order), which only the *_WITH_IMM opcodes carry. */
+int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
+		     struct ibv_sge *sge, int num_sge, uint64_t remote_addr, uint32_t rkey,
+		     __be32 imm_data);
 int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		   uint64_t swap);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The drop-in librdmacm against hostile peers (issue 12, docs/security.md): each test is an
+ * The drop-in librdmacm against hostile peers (docs/security.md): each test is an
  * attack on a listener of this process, made with raw TCP and hand-built CM messages, and
  * asserts both that the attack is refused and that a legitimate connection then works.
  *   - a peer that floods DREQs and never reads is cut off; the CM thread never blocks;

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "case_table.h"
 #include "rc_fixture.h"
 
 #define A_SEED	0x29
@@ -47,21 +48,11 @@ static void scene_init(struct scene *s, void **state, int b_access)
 	rc_fill(s->b->p, s->b->cap, B_SEED);
 }
 
+/* One signaled WR of one SGE, carrying IMM. */
 static int post(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = sge,
-		.num_sge = 1,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.imm_data = htonl(IMM),
-		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
-	};
-	struct ibv_send_wr *bad = NULL;
-
-	return ibv_post_send(qp, &wr, &bad);
+	return rc_post_rdma_imm(qp, wr_id, op, sge, 1, raddr, rkey, htonl(IMM));
 }
 
 /* B's memory: the pattern, except want[0, n) at offset off. */
@@ -173,9 +164,28 @@ static void test_send_and_send_with_imm(void **state)
 
 enum spoil { BAD_KEY, OUT_OF_BOUNDS, REGION_LACKS_WRITE, OTHER_PD, QP_LACKS_WRITE };
 
+struct dropped_case {
+	const char *name;
+	enum spoil how;
+	enum ibv_wr_opcode op;
+};
+
+static const struct dropped_case dropped[] = {
+	{ "test_write_bad_rkey_dropped", BAD_KEY, IBV_WR_RDMA_WRITE },
+	{ "test_write_out_of_bounds_dropped", OUT_OF_BOUNDS, IBV_WR_RDMA_WRITE },
+	{ "test_write_region_lacks_right_dropped", REGION_LACKS_WRITE, IBV_WR_RDMA_WRITE },
+	{ "test_write_other_pd_dropped", OTHER_PD, IBV_WR_RDMA_WRITE },
+	{ "test_write_qp_lacks_right_dropped", QP_LACKS_WRITE, IBV_WR_RDMA_WRITE },
+	{ "test_write_with_imm_bad_rkey_dropped_receive_kept", BAD_KEY,
+	  IBV_WR_RDMA_WRITE_WITH_IMM },
+};
+
 /* A WRITE B cannot place: A completes it successfully, B drops it and carries on. */
-static void dropped_write(void **state, enum spoil how, enum ibv_wr_opcode op)
+static void run_dropped(void **state)
 {
+	const struct dropped_case *c = ((struct rc_env *)*state)->param;
+	enum spoil how = c->how;
+	enum ibv_wr_opcode op = c->op;
 	struct scene s;
 	struct ibv_sge ss, rs;
 	uint64_t raddr;
@@ -218,36 +228,6 @@ static void dropped_write(void **state, enum spoil how, enum ibv_wr_opcode op)
 	assert_int_equal(rc_state(s.env->b.qp), IBV_QPS_RTS);
 	rc_expect_no_wc(s.env->b.rcq, RC_QUIET_MS);
 	rc_expect_no_async(s.env, 0);
-}
-
-static void test_write_bad_rkey_dropped(void **state)
-{
-	dropped_write(state, BAD_KEY, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_out_of_bounds_dropped(void **state)
-{
-	dropped_write(state, OUT_OF_BOUNDS, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_region_lacks_right_dropped(void **state)
-{
-	dropped_write(state, REGION_LACKS_WRITE, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_other_pd_dropped(void **state)
-{
-	dropped_write(state, OTHER_PD, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_qp_lacks_right_dropped(void **state)
-{
-	dropped_write(state, QP_LACKS_WRITE, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_with_imm_bad_rkey_dropped_receive_kept(void **state)
-{
-	dropped_write(state, BAD_KEY, IBV_WR_RDMA_WRITE_WITH_IMM);
 }
 
 static void test_send_without_receive_dropped(void **state)
@@ -389,27 +369,22 @@ static void test_uc_on_srq(void **state)
 	assert_int_equal(ibv_destroy_srq(srq), 0);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
+#define T(name)								\
+	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		T(write_places_exact_bytes),
-		T(write_with_imm_consumes_a_receive),
-		T(send_and_send_with_imm),
-		T(write_bad_rkey_dropped),
-		T(write_out_of_bounds_dropped),
-		T(write_region_lacks_right_dropped),
-		T(write_other_pd_dropped),
-		T(write_qp_lacks_right_dropped),
-		T(write_with_imm_bad_rkey_dropped_receive_kept),
-		T(send_without_receive_dropped),
-		T(send_too_large_dropped_receive_kept),
-		T(read_atomics_send_inv_refused_at_post),
-		T(peer_gone_sends_still_complete),
-		T(local_key_error_completes_in_error),
-		T(uc_on_srq),
-	};
+	struct case_list l = { 0 };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	case_add(&l, T(write_places_exact_bytes));
+	case_add(&l, T(write_with_imm_consumes_a_receive));
+	case_add(&l, T(send_and_send_with_imm));
+	CASE_TABLE(&l, run_dropped, rc_setup, rc_teardown, dropped);
+	case_add(&l, T(send_without_receive_dropped));
+	case_add(&l, T(send_too_large_dropped_receive_kept));
+	case_add(&l, T(read_atomics_send_inv_refused_at_post));
+	case_add(&l, T(peer_gone_sends_still_complete));
+	case_add(&l, T(local_key_error_completes_in_error));
+	case_add(&l, T(uc_on_srq));
+	return case_run(&l);
 }
