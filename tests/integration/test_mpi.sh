@@ -38,6 +38,7 @@ mpi_case() {
 		return 1
 	fi
 	pass "$name: both ranks exit 0"
+	grep -E '^(ping-pong|rma:)' <<<"$out" | sed "s/^/  $name: /"	# the figures, for the log
 	for size in 8 4096 65536 1048576; do
 		expect_contains "$name: ping-pong of $size bytes, data checked" "$out" \
 			"^ping-pong $size bytes: [0-9]+ round trips checked, $nz us one way"
