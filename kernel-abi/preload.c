@@ -45,7 +45,7 @@ static size_t dev_node_len;
 static char sysfs_root[PATH_MAX];	/* $SYSFS_PATH: the run's tree */
 static size_t sysfs_root_len;
 
-/* The class directories the tree stands in for, each with the path below /sys. */
+/* The class directories the run's tree stands in for: /sys/X is $SYSFS_PATH/X there. */
 static const char sys_prefix[] = "/sys";
 static const char *const sysfs_classes[] = {
 	"/sys/class/infiniband",
