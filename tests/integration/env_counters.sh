@@ -4,7 +4,7 @@
 # pairs.sh (whose scratch TMPDIR takes the tree with it).
 unset SOFTRDMA_VERBOSE
 eval "$("$SOFTRDMA" env)" || { fail "softrdma env"; finish; }
-at_exit 'rm -rf "$SYSFS_PATH"'	# made in $XDG_RUNTIME_DIR when that is set
+cleanup_dirs+=("$SYSFS_PATH")	# made in $XDG_RUNTIME_DIR when that is set; goes last at exit
 port_counters=$SYSFS_PATH/class/infiniband/softrdma0/ports/1/counters
 
 # bytes_sent: the bytes softrdma0 has sent in this run (port_xmit_data counts 4-octet words).
