@@ -65,6 +65,16 @@ perftest_case() {
 	crossed_device "$label" "$before" "$min"
 }
 
+# UCX lists the device's transports only if it can open the node (access R_OK|W_OK) and
+# read the device's ports; then both verbs transports are on softrdma0:1.
+info=$(UCX_LOG_LEVEL=warn timeout 30 ucx_info -d 2>&1)
+for tl in rc_verbs ud_verbs; do
+	grep -A1 -E "^# +Transport: $tl\$" <<<"$info" | grep -Eq '^# +Device: softrdma0:1$' &&
+		pass "ucx_info -d: $tl on softrdma0:1" ||
+		{ fail "ucx_info -d lists no $tl on softrdma0:1:"; echo "$info" >&2; }
+done
+expect_absent "ucx_info -d: no UCX error or warning" "$info" 'UCX +(ERROR|WARN)'
+
 # A message of SIZE bytes ITERS times: the ping-pong sends it both ways.
 lat_iters=2000 bw_iters=1000 size=65536
 for tl in rc_verbs ud_verbs; do
