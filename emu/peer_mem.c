@@ -132,13 +132,20 @@ void peer_mem_stop(struct emu_engine *e)
 	e->local_fd = -1;
 }
 
-/* Tells the requester that its payloads may stay where they are. */
+/*
+ * Tells the requester that its payloads may stay where they are. Under the QP's lock, as
+ * every frame of a QP is sent: SOFTRDMA_FAULTS decides on each with that lock held (TSan
+ * saw this one race the poster's).
+ */
 static void tell_peer_memory(struct conn *c)
 {
 	struct wire_packet pkt = { .opcode = OP_PEER_MEMORY, .qpn = c->hello_src_qpn };
 	uint8_t hdr[4 + WIRE_MAX_HDR];
+	struct emu_qp *qp = c->qp;
 
+	pthread_mutex_lock(&qp->lock);
 	conn_send_frame(c, hdr, wire_build(hdr, &pkt));
+	pthread_mutex_unlock(&qp->lock);
 }
 
 static const char probe[16] = WIRE_PROBE;
