@@ -12,6 +12,8 @@ cd "$(dirname "$(readlink -f "$0")")"
 packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing-dev
 	libcmocka-dev ibverbs-utils rdmacm-utils perftest iproute2 util-linux passwd valgrind
 	python3-pyverbs libfabric-bin libfabric1	# libfabric: test_libfabric (fi_pingpong)
+	ucx-utils	# UCX's ucx_perftest and ucx_info: test_ucx
+	openmpi-bin libopenmpi-dev mpich libmpich-dev	# test_mpi: both MPIs (on UCX), their mpicc and mpi.h
 	clang-14 libclang-rt-14-dev	# clang: libFuzzer (tests/fuzz)
 	prometheus-node-exporter curl	# test_counters reads the sysfs counters through it
 	mandoc man-db	# the man pages' lint (test_man_pages)

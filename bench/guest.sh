@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# softrdma beside the kernel's rxe in the same emulated guest (issue 7), in one command:
+# softrdma beside the kernel's rxe in the same emulated guest, in one command:
 #
 #   bench/guest.sh [BUILD_DIR]        (default: build; built here first)
 #

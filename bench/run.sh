@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark of issue 7: softrdma against raw TCP on this machine, in one command.
+# The benchmark: softrdma against raw TCP on this machine, in one command.
 #
 #   bench/run.sh [BUILD_DIR]        (default: build)
 #
@@ -71,18 +71,10 @@ now() { date +%s.%N; }
 t_start=$(now)
 elapsed() { awk -v a="$t_start" -v b="$(now)" 'BEGIN { printf "%d", b - a }'; }
 
-# Distinct ports below the ephemeral range (where the engines' and perftest's own connections
-# take theirs), skipping any port a socket on this host uses in any state.
-port_hi=$(($(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768) - 1))
-port_lo=$((port_hi > 12000 ? port_hi - 10000 : 1024))
-port=$((port_lo + $$ % (port_hi - port_lo)))
+# A port below the ephemeral range that no socket uses (tools/free_port.sh).
+. "$build/lib/softrdma/free_port.sh"
 next_port() {
-	port=$((port + 1))
-	[ "$port" -gt "$port_hi" ] && port=$port_lo
-	while ss -tanH "sport = :$port" 2>/dev/null | grep -q .; do
-		port=$((port + 1))
-		[ "$port" -gt "$port_hi" ] && port=$port_lo
-	done
+	port=$(free_port) || { echo "run.sh: no free TCP port" >&2; exit 1; }
 }
 
 # wait_port PORT PID: until PORT listens (at most 10 s), or the process PID is gone.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak of issue 8: two processes on softrdma0 moving data for a given time, every byte
+# The soak: two processes on softrdma0 moving data for a given time, every byte
 # checked (bench/soak.c), not part of the test suite.
 #
 #   bench/soak.sh [SECONDS] [MAX_BYTES] [BUILD_DIR]     (default: 600 s, 1 MiB, build)
@@ -17,8 +17,8 @@ softrdma=$build/bin/softrdma soak=$build/bin/soak_rdma
 logs=$(mktemp -d "${TMPDIR:-/tmp}/softrdma-soak.XXXXXX")
 trap 'kill $spid 2>/dev/null; wait; rm -rf "$logs"' EXIT
 
-port=$((20000 + $$ % 10000))
-while [ -n "$(ss -tanH "( sport = :$port )")" ]; do port=$((port + 1)); done
+. "$build/lib/softrdma/free_port.sh"
+port=$(free_port) || { echo "soak.sh: no free TCP port" >&2; exit 1; }
 "$softrdma" run -- "$soak" server "$port" "$max" >"$logs/server" 2>&1 &
 spid=$!
 for ((i = 0; i < 100; i++)); do

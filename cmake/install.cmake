@@ -1,7 +1,7 @@
 # What `cmake --install` puts under the prefix, and the .deb cpack makes of it:
 #   bin/softrdma                       the tool (finds the rest in ../lib/softrdma)
 #   lib/softrdma/libsoftrdma-rdmavN.so the provider, for the libibverbs built against
-#   lib/softrdma/libsoftrdma-preload.so, softrdma-sysfs, softrdma-cm-demo
+#   lib/softrdma/libsoftrdma-preload.so, softrdma-sysfs, softrdma-cm-demo, free_port.sh
 #   lib/softrdma/rdmacm/librdmacm.so.1 the drop-in librdmacm (LD_LIBRARY_PATH under run/env)
 #   share/man/man1/softrdma.1, man7/softrdma.7, man7/softrdma-faults.7
 install(PROGRAMS ${CMAKE_BINARY_DIR}/bin/softrdma DESTINATION bin)

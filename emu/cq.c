@@ -18,7 +18,7 @@
 enum cq_arm { CQ_DISARMED, CQ_ARM_NEXT, CQ_ARM_SOLICITED };
 
 struct emu_cq {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* the ring, head and count, arm, error; a leaf lock */
 	struct ibv_wc *ring;
 	uint32_t depth;
 	uint32_t head;		/* next to poll */

@@ -23,7 +23,7 @@
 #include "emu/pcap.h"
 
 /* The process's engine: emu_engine_get() starts it, the last emu_engine_put() stops it. */
-static pthread_mutex_t process_engine_lock = PTHREAD_MUTEX_INITIALIZER;	/* process_engine */
+static pthread_mutex_t process_engine_lock = PTHREAD_MUTEX_INITIALIZER;	/* process_engine, refs */
 static struct emu_engine *process_engine;
 
 uint64_t engine_now_ns(void)
@@ -168,6 +168,9 @@ static uint64_t run_timers(struct emu_engine *e)
 		return atomic_load(&e->next_timer_ns);
 	atomic_store(&e->next_timer_ns, UINT64_MAX);
 	next = handshake_timers(e, now);
+	t = peer_mem_timer(e, now);
+	if (t < next)
+		next = t;
 	pthread_mutex_lock(&e->lock);
 	for (int i = 0; i < e->nlisteners; i++) {
 		t = listener_timer(e->listeners[i], now);

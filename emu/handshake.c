@@ -299,6 +299,18 @@ void handshake_accept(struct emu_listener *l, int fd, const struct sockaddr_in6 
 	hs_start(h);
 }
 
+void handshake_evict_oldest(struct emu_listener *l)
+{
+	struct handshake *oldest = NULL;
+
+	/* e->handshakes is newest first: the last of l's is its oldest. */
+	for (struct handshake *h = l->engine->handshakes; h; h = h->next)
+		if (h->listener == l)
+			oldest = h;
+	if (oldest)
+		hs_free(oldest, false);
+}
+
 void handshake_local_accept(struct emu_engine *e, int fd)
 {
 	struct handshake *h = hs_new(e, fd, HS_LOCAL_ACCEPTED);

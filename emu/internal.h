@@ -11,6 +11,7 @@
 #ifndef SOFTRDMA_EMU_INTERNAL_H
 #define SOFTRDMA_EMU_INTERNAL_H
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -152,7 +153,7 @@ struct qp_streams {
  */
 struct emu_qp {
 	struct emu_engine *engine;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* all but the constants (above); docs/locking.md */
 	uint32_t qpn;
 	enum ibv_qp_type type;
 	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
@@ -207,14 +208,15 @@ struct handshake;
 struct ucred;
 
 /*
- * The process's engine. lock guards the QP table (listeners and their qps), the call
- * queue and refs; everything else is the engine thread's own.
+ * The process's engine. lock guards the QP table (listeners and their qps) and the call
+ * queue; refs is under engine.c's process_engine_lock; everything else is the engine
+ * thread's own.
  */
 struct emu_engine {
-	pthread_mutex_t lock;
-	pthread_cond_t call_done;
+	pthread_mutex_t lock;		/* the QP table, the call queue; a leaf (docs/locking.md) */
+	pthread_cond_t call_done;	/* lock: a queued call ran */
 	pthread_t thread;
-	int refs;
+	int refs;			/* process_engine_lock: emu_engine_get()s not yet put */
 	struct io_backend *io;
 	int wake_fd;
 	struct io_watch wake_watch;
@@ -232,6 +234,7 @@ struct emu_engine {
 	int nhandshakes;
 	int local_fd;			/* the same-host path's AF_UNIX socket, or -1 */
 	bool local_failed;
+	uint64_t local_resume_ns;	/* accepting on it again then (out of fds); 0: accepting */
 	struct io_watch local_watch;
 	char local_name[WIRE_LOCAL_NAME_LEN];
 	_Atomic uint64_t next_timer_ns;
@@ -256,6 +259,16 @@ int engine_register_qp(struct emu_engine *e, struct emu_qp *qp);
 void engine_unregister_qp(struct emu_engine *e, struct emu_qp *qp);
 
 /* listener.c */
+/*
+ * accept() failed for want of descriptors or memory: the connection stays in the backlog,
+ * so its socket is still readable, and retrying at once would spin on a CPU. The caller
+ * stops watching that socket for ACCEPT_BACKOFF_NS (listeners, the AF_UNIX socket).
+ */
+#define ACCEPT_BACKOFF_NS	100000000ull
+static inline bool accept_must_rest(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
 /* The addresses to listen on, from the GID table (kernel-abi/host_gids.h): count or -errno. */
 int listener_addresses(struct sockaddr_in6 **out);
 int listener_open(struct emu_engine *e, struct emu_listener **out);
@@ -269,6 +282,8 @@ uint64_t listener_timer(struct emu_listener *l, uint64_t now);
 
 /* handshake.c: engine thread */
 void handshake_accept(struct emu_listener *l, int fd, const struct sockaddr_in6 *peer);
+/* Closes the connection to l that has waited longest for its hello, if any. */
+void handshake_evict_oldest(struct emu_listener *l);
 void handshake_local_accept(struct emu_engine *e, int fd);
 /* Asks the engine of c's claimed QPN whether c is its; qp_stream_verified() hears. */
 void handshake_verify(struct conn *c);
@@ -306,6 +321,8 @@ bool peer_mem_enabled(void);		/* SOFTRDMA_SAME_HOST is not 0 */
 /* The engine's AF_UNIX name, made on first use; NULL when the path is off. */
 const char *peer_mem_local_name(struct emu_engine *e);
 void peer_mem_stop(struct emu_engine *e);
+/* Engine thread: resumes accepting after a backoff; the next deadline or UINT64_MAX. */
+uint64_t peer_mem_timer(struct emu_engine *e, uint64_t now);
 /*
  * The kernel named pid as c's requester, whose answer put WIRE_PROBE at probe_addr: if
  * that can be read, read its payloads from now on, and say so.
@@ -401,7 +418,7 @@ void srq_detach(struct emu_srq *srq);
 enum recv_take srq_take(struct emu_srq *srq, uint64_t need, struct recv_wqe *into);
 
 /* sink.c */
-/* Places n bytes from src; returns false once the sink refused (the rest is discarded). */
+/* Places n bytes from src; once the sink has refused (s->failure), the rest is discarded. */
 void sink_place(struct rx_sink *s, const uint8_t *src, size_t n);
 /* recv()s at most n bytes straight into the sink; returns recv's result. */
 ssize_t sink_recv(struct rx_sink *s, int fd, size_t n);

@@ -6,8 +6,9 @@
  * handshakes and a UDP socket for UD datagrams on each address.
  *
  * What arrives on a TCP socket is not trusted until emu/handshake.c has read what it is
- * for; the listener bounds how many such connections it holds (LISTENER_HALF_OPEN), and
- * backs off when the process is out of file descriptors instead of spinning on accept.
+ * for; the listener bounds how many such connections it holds (LISTENER_HALF_OPEN: the
+ * oldest makes room), and backs off when the process is out of file descriptors instead of
+ * spinning on accept (accept_must_rest()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,7 +22,6 @@
 
 #define LISTENER_BIND_TRIES	16
 #define ACCEPTS_PER_WAKE	16
-#define ACCEPT_BACKOFF_NS	100000000ull	/* out of descriptors: try again in 100 ms */
 
 static bool is_link_local(const uint8_t a[16])
 {
@@ -240,16 +240,18 @@ static void on_accept_ready(struct io_watch *w, uint32_t revents)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			if (accept_must_rest(errno))
 				back_off(l);
 			return;
 		}
-		if (l->half_open >= LISTENER_HALF_OPEN) {
-			/* Too many that have not said what they are for: this one waits its turn
-			 * elsewhere. A genuine requester reconnects; nothing is lost. */
-			close(fd);
-			continue;
-		}
+		/*
+		 * Too many that have not said what they are for: the oldest goes, not the
+		 * newcomer. Refusing newcomers would let 64 silent connections, renewed as they
+		 * time out, keep every stream out of this listener; a genuine requester sends
+		 * its hello at once, so it is never the oldest for long.
+		 */
+		if (l->half_open >= LISTENER_HALF_OPEN)
+			handshake_evict_oldest(l);
 		handshake_accept(l, fd, &peer);
 	}
 }

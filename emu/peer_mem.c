@@ -38,6 +38,29 @@ bool peer_mem_enabled(void)
 	return !v || strcmp(v, "0");
 }
 
+/* Out of descriptors: stop accepting until the backoff ends, as a listener does. */
+static void rest_local_socket(struct emu_engine *e)
+{
+	e->local_watch.events = 0;
+	engine_rewatch(e, &e->local_watch);
+	e->local_resume_ns = engine_now_ns() + ACCEPT_BACKOFF_NS;
+	engine_timer_changed(e, e->local_resume_ns);
+}
+
+uint64_t peer_mem_timer(struct emu_engine *e, uint64_t now)
+{
+	if (!e->local_resume_ns)
+		return UINT64_MAX;
+	if (now < e->local_resume_ns)
+		return e->local_resume_ns;
+	e->local_resume_ns = 0;
+	if (e->local_fd >= 0) {
+		e->local_watch.events = IO_IN;
+		engine_rewatch(e, &e->local_watch);
+	}
+	return UINT64_MAX;
+}
+
 static void on_local_ready(struct io_watch *w, uint32_t revents)
 {
 	struct emu_engine *e = container_of(w, struct emu_engine, local_watch);
@@ -46,24 +69,31 @@ static void on_local_ready(struct io_watch *w, uint32_t revents)
 	for (int i = 0; i < 16; i++) {
 		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (accept_must_rest(errno))
+				rest_local_socket(e);
 			return;
+		}
 		handshake_local_accept(e, fd);
 	}
 }
 
-/* The engine's AF_UNIX socket in the abstract namespace, under a name nobody can guess. */
+/*
+ * The engine's AF_UNIX socket in the abstract namespace, under a name nobody can guess. The
+ * name travels in the clear in verdicts, so it says nothing about the process: no pid, only
+ * 128 random bits (the kernel names the process to whoever connects, SO_PEERCRED).
+ */
 static int open_local_socket(struct emu_engine *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	uint64_t nonce;
+	uint64_t nonce[2];
 	size_t len;
 	int fd;
 
-	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+	if (getrandom(nonce, sizeof(nonce), 0) != sizeof(nonce))
 		return -1;
-	snprintf(e->local_name, sizeof(e->local_name), "softrdma-%d-%016llx", (int)getpid(),
-		 (unsigned long long)nonce);
+	snprintf(e->local_name, sizeof(e->local_name), "softrdma-%016llx%016llx",
+		 (unsigned long long)nonce[0], (unsigned long long)nonce[1]);
 	len = strlen(e->local_name);
 	memcpy(sa.sun_path + 1, e->local_name, len);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -102,13 +132,20 @@ void peer_mem_stop(struct emu_engine *e)
 	e->local_fd = -1;
 }
 
-/* Tells the requester that its payloads may stay where they are. */
+/*
+ * Tells the requester that its payloads may stay where they are. Under the QP's lock, as
+ * every frame of a QP is sent: SOFTRDMA_FAULTS decides on each with that lock held (TSan
+ * saw this one race the poster's).
+ */
 static void tell_peer_memory(struct conn *c)
 {
 	struct wire_packet pkt = { .opcode = OP_PEER_MEMORY, .qpn = c->hello_src_qpn };
 	uint8_t hdr[4 + WIRE_MAX_HDR];
+	struct emu_qp *qp = c->qp;
 
+	pthread_mutex_lock(&qp->lock);
 	conn_send_frame(c, hdr, wire_build(hdr, &pkt));
+	pthread_mutex_unlock(&qp->lock);
 }
 
 static const char probe[16] = WIRE_PROBE;

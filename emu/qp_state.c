@@ -20,6 +20,21 @@ struct qp_transition {
 };
 
 /*
+ * The sets that recur in the kernel's table, per type. BIND: what puts a QP on a port and
+ * partition (RESET -> INIT, INIT -> INIT). RETUNE: what a QP going into RTS, or in it, may
+ * change without disturbing traffic in flight (RTR -> RTS, RTS -> RTS, SQD -> RTS).
+ */
+#define BIND_CONNECTED	(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
+#define BIND_UD		(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)
+#define BIND		{ [IBV_QPT_RC] = BIND_CONNECTED, [IBV_QPT_UC] = BIND_CONNECTED,	\
+			  [IBV_QPT_UD] = BIND_UD }
+#define RETUNE_UC	(IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |		\
+			 IBV_QP_PATH_MIG_STATE)
+#define RETUNE		{ [IBV_QPT_RC] = RETUNE_UC | IBV_QP_MIN_RNR_TIMER,			\
+			  [IBV_QPT_UC] = RETUNE_UC,						\
+			  [IBV_QPT_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY }
+
+/*
  * The kernel's qp_state_table (drivers/infiniband/core/verbs.c) for RC, UC and UD. Every
  * hardware driver and rxe defer to it, so it is what applications are written against.
  * IBV_QP_STATE is implied in every entry; a pair that is not listed is refused.
@@ -44,22 +59,8 @@ static const struct qp_transition qp_transitions[QP_STATE_COUNT][QP_STATE_COUNT]
 	[IBV_QPS_ERR][IBV_QPS_ERR]	= { .valid = true },
 
 	/* Bind to a port and partition; connected QPs get their access rights, UD its Q_Key. */
-	[IBV_QPS_RESET][IBV_QPS_INIT] = {
-		.valid = true,
-		.required = {
-			[IBV_QPT_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-			[IBV_QPT_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-			[IBV_QPT_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
-		},
-	},
-	[IBV_QPS_INIT][IBV_QPS_INIT] = {
-		.valid = true,
-		.optional = {
-			[IBV_QPT_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-			[IBV_QPT_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-			[IBV_QPT_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
-		},
-	},
+	[IBV_QPS_RESET][IBV_QPS_INIT]	= { .valid = true, .required = BIND },
+	[IBV_QPS_INIT][IBV_QPS_INIT]	= { .valid = true, .optional = BIND },
 
 	/* The receive side learns its peer; only RC has responder resources and RNR NAKs. */
 	[IBV_QPS_INIT][IBV_QPS_RTR] = {
@@ -87,46 +88,20 @@ static const struct qp_transition qp_transitions[QP_STATE_COUNT][QP_STATE_COUNT]
 			[IBV_QPT_UC] = IBV_QP_SQ_PSN,
 			[IBV_QPT_UD] = IBV_QP_SQ_PSN,
 		},
-		.optional = {
-			[IBV_QPT_RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-				       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
-			[IBV_QPT_UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-				       IBV_QP_PATH_MIG_STATE,
-			[IBV_QPT_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-		},
+		.optional = RETUNE,
 	},
 
 	/* A running QP may retune what does not disturb traffic in flight. */
-	[IBV_QPS_RTS][IBV_QPS_RTS] = {
-		.valid = true,
-		.optional = {
-			[IBV_QPT_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-				       IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
-			[IBV_QPT_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-				       IBV_QP_PATH_MIG_STATE,
-			[IBV_QPT_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-		},
-	},
+	[IBV_QPS_RTS][IBV_QPS_RTS]	= { .valid = true, .optional = RETUNE },
 	[IBV_QPS_RTS][IBV_QPS_SQD] = {
 		.valid = true,
-		.optional = {
-			[IBV_QPT_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
-			[IBV_QPT_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
-			[IBV_QPT_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
-		},
+		.optional = { [IBV_QPT_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+			      [IBV_QPT_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+			      [IBV_QPT_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY },
 	},
 
 	/* Leaving the drained state: the same retuning as RTS -> RTS. */
-	[IBV_QPS_SQD][IBV_QPS_RTS] = {
-		.valid = true,
-		.optional = {
-			[IBV_QPT_RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-				       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
-			[IBV_QPT_UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-				       IBV_QP_PATH_MIG_STATE,
-			[IBV_QPT_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-		},
-	},
+	[IBV_QPS_SQD][IBV_QPS_RTS]	= { .valid = true, .optional = RETUNE },
 	/* With the send queue drained, even the path and the RC send parameters may change. */
 	[IBV_QPS_SQD][IBV_QPS_SQD] = {
 		.valid = true,

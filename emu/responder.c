@@ -130,25 +130,42 @@ static void log_refusal(const struct emu_qp *qp, const struct wire_packet *pkt, 
 		  emu_access_names(qp->attr.qp_access_flags, qp_rights, sizeof(qp_rights)), answer);
 }
 
-/* Runs the one access check for the request's remote range. */
-static enum mem_access_result check_remote(struct emu_qp *qp, const struct wire_packet *pkt)
+/*
+ * The one access check (mr_check_remote_access()) as the responder runs it, and where a
+ * refusal is counted and logged: whatever the request, and whenever it is checked (a duplicate READ or
+ * atomic is checked when it is answered again), a key the peer guessed wrong shows in
+ * resp_remote_access_errors. A request is refused at most once: the checks after the first
+ * see a region that was there a moment ago.
+ */
+static enum mem_access_result check_access(struct emu_qp *qp, const struct wire_packet *pkt,
+					   int right, uint64_t len, struct mem_region **ref,
+					   void **host)
 {
-	struct mem_region *ref;
-	uint64_t len = needed_right(pkt->opcode) == IBV_ACCESS_REMOTE_ATOMIC ? 8 : pkt->dma_len;
 	struct mem_refusal why;
 	enum mem_access_result r;
-	void *host;
 
 	r = mr_check_remote_access_why(qp->engine->mem, pkt->rkey, qp->pd_handle, qp->qpn,
-				       qp->attr.qp_access_flags, needed_right(pkt->opcode), pkt->va,
-				       len, &ref, &host, &why);
-	if (r == MEM_ACCESS_OK && ref)
-		mr_put(ref);
+				       qp->attr.qp_access_flags, right, pkt->va, len, ref, host,
+				       &why);
 	if (r != MEM_ACCESS_OK) {
 		qp_counter_add(&qp->counters, EMU_CNT_RESP_REMOTE_ACCESS_ERRORS, 1);
 		if (emu_log_on(EMU_LOG_DEBUG))
 			log_refusal(qp, pkt, len, r, &why);
 	}
+	return r;
+}
+
+/* Checks the request's remote range as it arrives. */
+static enum mem_access_result check_remote(struct emu_qp *qp, const struct wire_packet *pkt)
+{
+	struct mem_region *ref;
+	uint64_t len = needed_right(pkt->opcode) == IBV_ACCESS_REMOTE_ATOMIC ? 8 : pkt->dma_len;
+	enum mem_access_result r;
+	void *host;
+
+	r = check_access(qp, pkt, needed_right(pkt->opcode), len, &ref, &host);
+	if (r == MEM_ACCESS_OK && ref)
+		mr_put(ref);
 	return r;
 }
 
@@ -296,9 +313,7 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 	void *host = NULL;
 
 	/* Checked again: the region may have gone since the request arrived. */
-	r = mr_check_remote_access(qp->engine->mem, req->rkey, qp->pd_handle, qp->qpn,
-				   qp->attr.qp_access_flags, IBV_ACCESS_REMOTE_READ, req->va,
-				   req->dma_len, &ref, &host);
+	r = check_access(qp, req, IBV_ACCESS_REMOTE_READ, req->dma_len, &ref, &host);
 	if (r != MEM_ACCESS_OK) {
 		send_aeth(qp, c, AETH_NAK | nak_for(r), req->psn);
 		qp_fatal(qp, IBV_EVENT_QP_ACCESS_ERR);
@@ -353,9 +368,7 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 	if (resent && atomic_done_before(qp, req->psn, &pkt.orig)) {
 		/* a resent atomic is answered, not redone */
 	} else {
-		r = mr_check_remote_access(qp->engine->mem, req->rkey, qp->pd_handle, qp->qpn,
-					   qp->attr.qp_access_flags, IBV_ACCESS_REMOTE_ATOMIC,
-					   req->va, 8, &ref, &host);
+		r = check_access(qp, req, IBV_ACCESS_REMOTE_ATOMIC, 8, &ref, &host);
 		if (r != MEM_ACCESS_OK) {
 			send_aeth(qp, c, AETH_NAK | nak_for(r), req->psn);
 			qp_fatal(qp, nak_for(r) == NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :

@@ -69,10 +69,6 @@ uint16_t ipv4_header_checksum(const uint8_t *hdr)
 	return (uint16_t)~sum;
 }
 
-/*
- * The 40 bytes a RoCE v2 device puts before a UD payload: an IPv6 header, or for IPv4 the
- * IPv4 header in the last 20 bytes, which is where libibverbs' ibv_init_ah_from_wc() looks.
- */
 /* What the IP header of an arriving datagram said, for its GRH. */
 struct ud_arrival {
 	uint8_t sgid[16];	/* its source address */
@@ -81,12 +77,34 @@ struct ud_arrival {
 	uint8_t hop_limit;
 };
 
+/*
+ * The L3 header a RoCE v2 packet came in, as an mlx5 CQE's RoCE packet type gives it and
+ * rdma-core's mlx5 passes on in a UD receive's wc.sl (SL means nothing else on RoCE).
+ * Readers of the GRH area need it to tell its two layouts apart: UCX's ud_verbs takes the
+ * DGID from the last 4 bytes when wc.sl & 7 is IPv4, from the last 16 otherwise.
+ */
+enum roce_l3_header {
+	ROCE_L3_IPV6 = 1,
+	ROCE_L3_IPV4 = 2,
+};
+
+static enum roce_l3_header arrival_l3_header(const struct ud_arrival *a)
+{
+	/* Between two v4-mapped addresses the datagram travelled as IPv4. */
+	return !memcmp(a->sgid, v4_prefix, 12) && !memcmp(a->dgid, v4_prefix, 12) ?
+		       ROCE_L3_IPV4 : ROCE_L3_IPV6;
+}
+
+/*
+ * The 40 bytes a RoCE v2 device puts before a UD payload: an IPv6 header, or for IPv4 the
+ * IPv4 header in the last 20 bytes, which is where libibverbs' ibv_init_ah_from_wc() looks.
+ */
 static void build_grh(uint8_t grh[GRH_LEN], const struct ud_arrival *a, uint32_t payload_len)
 {
 	const uint8_t *sgid = a->sgid, *dgid = a->dgid;
 
 	memset(grh, 0, GRH_LEN);
-	if (!memcmp(sgid, v4_prefix, 12) && !memcmp(dgid, v4_prefix, 12)) {
+	if (arrival_l3_header(a) == ROCE_L3_IPV4) {
 		uint8_t *ip = grh + 20;
 		uint16_t total = (uint16_t)(20 + 8 + payload_len), csum;
 
@@ -161,6 +179,7 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 	wc.qp_num = qp->qpn;
 	wc.src_qp = pkt->src_qp;
 	wc.wc_flags = IBV_WC_GRH;
+	wc.sl = arrival_l3_header(arrival);
 	if (pkt->opcode == OP_UD_SEND_ONLY_IMM) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->imm;

@@ -3,7 +3,13 @@
  * libsoftrdma-preload.so: the few things a kernel driver does for libibverbs that cannot be
  * done from a provider, interposed with LD_PRELOAD by `softrdma run`/`softrdma env`:
  *  - the device node /dev/infiniband/uverbsN (named by $SOFTRDMA_DEV_NODE) resolves to
- *    /dev/null: libibverbs only stats it, opens it and fails an ioctl on it;
+ *    /dev/null: libibverbs only stats it, opens it and fails an ioctl on it; UCX also
+ *    asks access(R_OK|W_OK) of it before it keeps a device;
+ *  - /sys/class/infiniband and /sys/class/infiniband_verbs resolve to the run's tree at
+ *    $SYSFS_PATH, which holds softrdma0 and links to the host's real devices: libibverbs
+ *    reads the tree through $SYSFS_PATH, but UCX, hwloc and others read /sys directly;
+ *    every libc call that takes such a path (access, stat, open, fopen, opendir and their
+ *    variants) is interposed, since glibc's own fopen and friends do not call open;
  *  - NETLINK_RDMA sockets are refused, so libibverbs reads our tree at $SYSFS_PATH;
  *  - ibv_create_comp_channel/ibv_destroy_comp_channel, which talk to the kernel directly,
  *    get pipe-backed channels for softrdma contexts;
@@ -13,11 +19,14 @@
  * links libibverbs, so programs that do not use RDMA do not load it.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,22 +42,71 @@
 static const char stand_in_node[] = "/dev/null";
 static char dev_node[128];
 static size_t dev_node_len;
+static char sysfs_root[PATH_MAX];	/* $SYSFS_PATH: the run's tree */
+static size_t sysfs_root_len;
+
+/* The class directories the run's tree stands in for: /sys/X is $SYSFS_PATH/X there. */
+static const char sys_prefix[] = "/sys";
+static const char *const sysfs_classes[] = {
+	"/sys/class/infiniband",
+	"/sys/class/infiniband_verbs",
+};
 
 __attribute__((constructor)) static void preload_init(void)
 {
 	const char *node = getenv("SOFTRDMA_DEV_NODE");
+	const char *tree = getenv("SYSFS_PATH");
 
 	if (node && strlen(node) < sizeof(dev_node)) {
 		strcpy(dev_node, node);
 		dev_node_len = strlen(node);
 	}
+	/* Without the node there is no softrdma run, and /sys stays the host's. */
+	if (dev_node_len && tree && tree[0] == '/' && strlen(tree) < sizeof(sysfs_root)) {
+		strcpy(sysfs_root, tree);
+		sysfs_root_len = strlen(tree);
+	}
 }
 
-static const char *redirect(const char *path)
+/* PATH is DIR itself or something below it. */
+static bool path_is_under(const char *path, const char *dir)
 {
-	if (dev_node_len && path && path[0] == '/' && strncmp(path, dev_node, dev_node_len) == 0 &&
-	    path[dev_node_len] == '\0')
+	size_t len = strlen(dir);
+
+	return strncmp(path, dir, len) == 0 && (path[len] == '\0' || path[len] == '/');
+}
+
+/* A path in one of the tree's classes, as the same path in the tree, written into TO. */
+static const char *redirect_sysfs(const char *path, char to[PATH_MAX])
+{
+	size_t below_sys = strlen(path + strlen(sys_prefix));
+
+	for (size_t i = 0; i < sizeof(sysfs_classes) / sizeof(sysfs_classes[0]); i++) {
+		if (!path_is_under(path, sysfs_classes[i]))
+			continue;
+		/* Too long for the tree is too long: let the call say ENAMETOOLONG itself. */
+		if (sysfs_root_len + below_sys >= PATH_MAX)
+			return path;
+		memcpy(to, sysfs_root, sysfs_root_len);
+		memcpy(to + sysfs_root_len, path + strlen(sys_prefix), below_sys + 1);
+		return to;
+	}
+	return path;
+}
+
+/*
+ * What a path of the kernel's stands for in this run: the node is /dev/null, the device's
+ * sysfs is the run's tree; anything else is itself. TO is room for a rewritten path.
+ */
+static const char *redirect(const char *path, char to[PATH_MAX])
+{
+	if (!dev_node_len || !path || path[0] != '/')
+		return path;
+	if (strncmp(path, dev_node, dev_node_len) == 0 && path[dev_node_len] == '\0')
 		return stand_in_node;
+	/* Both classes' names start with the first one's. */
+	if (sysfs_root_len && strncmp(path, sysfs_classes[0], strlen(sysfs_classes[0])) == 0)
+		return redirect_sysfs(path, to);
 	return path;
 }
 
@@ -67,28 +125,137 @@ static void *next_symbol(const char *name)
 		next_##name = next_symbol(#name);			\
 	next_##name; })
 
+/*
+ * Each call that takes a path is passed on with the path redirect() gives. glibc calls its
+ * own internal entry points, never these, so every variant a program may call is here.
+ * Each has room on its stack for a path rewritten into the tree.
+ */
+/* The access checks: UCX keeps a device only if access(node, R_OK | W_OK) succeeds. */
+EXPORT int access(const char *path, int mode)
+{
+	char to[PATH_MAX];
+
+	return NEXT(access)(redirect(path, to), mode);
+}
+
+EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	char to[PATH_MAX];
+
+	return NEXT(faccessat)(dirfd, redirect(path, to), mode, flags);
+}
+
+EXPORT int euidaccess(const char *path, int mode)
+{
+	char to[PATH_MAX];
+
+	return NEXT(euidaccess)(redirect(path, to), mode);
+}
+
+EXPORT int eaccess(const char *path, int mode)
+{
+	char to[PATH_MAX];
+
+	return NEXT(eaccess)(redirect(path, to), mode);
+}
+
 EXPORT int stat(const char *path, struct stat *st)
 {
-	return NEXT(stat)(redirect(path), st);
+	char to[PATH_MAX];
+
+	return NEXT(stat)(redirect(path, to), st);
 }
 
 EXPORT int stat64(const char *path, struct stat64 *st)
 {
-	return NEXT(stat64)(redirect(path), st);
+	char to[PATH_MAX];
+
+	return NEXT(stat64)(redirect(path, to), st);
 }
 
-/* Binaries built against glibc < 2.33 call these instead of stat. */
+EXPORT int lstat(const char *path, struct stat *st)
+{
+	char to[PATH_MAX];
+
+	return NEXT(lstat)(redirect(path, to), st);
+}
+
+EXPORT int lstat64(const char *path, struct stat64 *st)
+{
+	char to[PATH_MAX];
+
+	return NEXT(lstat64)(redirect(path, to), st);
+}
+
+EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	char to[PATH_MAX];
+
+	return NEXT(fstatat)(dirfd, redirect(path, to), st, flags);
+}
+
+EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	char to[PATH_MAX];
+
+	return NEXT(fstatat64)(dirfd, redirect(path, to), st, flags);
+}
+
+EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *st)
+{
+	char to[PATH_MAX];
+
+	return NEXT(statx)(dirfd, redirect(path, to), flags, mask, st);
+}
+
+/* Binaries built against glibc < 2.33 call these instead of stat, lstat and fstatat. */
 int __xstat(int ver, const char *path, struct stat *st);
 int __xstat64(int ver, const char *path, struct stat64 *st);
+int __lxstat(int ver, const char *path, struct stat *st);
+int __lxstat64(int ver, const char *path, struct stat64 *st);
+int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
+int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
 
 EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
-	return NEXT(__xstat)(ver, redirect(path), st);
+	char to[PATH_MAX];
+
+	return NEXT(__xstat)(ver, redirect(path, to), st);
 }
 
 EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 {
-	return NEXT(__xstat64)(ver, redirect(path), st);
+	char to[PATH_MAX];
+
+	return NEXT(__xstat64)(ver, redirect(path, to), st);
+}
+
+EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+{
+	char to[PATH_MAX];
+
+	return NEXT(__lxstat)(ver, redirect(path, to), st);
+}
+
+EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
+{
+	char to[PATH_MAX];
+
+	return NEXT(__lxstat64)(ver, redirect(path, to), st);
+}
+
+EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	char to[PATH_MAX];
+
+	return NEXT(__fxstatat)(ver, dirfd, redirect(path, to), st, flags);
+}
+
+EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	char to[PATH_MAX];
+
+	return NEXT(__fxstatat64)(ver, dirfd, redirect(path, to), st, flags);
 }
 
 static mode_t mode_arg(int flags, va_list ap)
@@ -98,46 +265,106 @@ static mode_t mode_arg(int flags, va_list ap)
 
 EXPORT int open(const char *path, int flags, ...)
 {
+	char to[PATH_MAX];
 	va_list ap;
 	mode_t mode;
 
 	va_start(ap, flags);
 	mode = mode_arg(flags, ap);
 	va_end(ap);
-	return NEXT(open)(redirect(path), flags, mode);
+	return NEXT(open)(redirect(path, to), flags, mode);
 }
 
 EXPORT int open64(const char *path, int flags, ...)
 {
+	char to[PATH_MAX];
 	va_list ap;
 	mode_t mode;
 
 	va_start(ap, flags);
 	mode = mode_arg(flags, ap);
 	va_end(ap);
-	return NEXT(open64)(redirect(path), flags, mode);
+	return NEXT(open64)(redirect(path, to), flags, mode);
 }
 
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
+	char to[PATH_MAX];
 	va_list ap;
 	mode_t mode;
 
 	va_start(ap, flags);
 	mode = mode_arg(flags, ap);
 	va_end(ap);
-	return NEXT(openat)(dirfd, redirect(path), flags, mode);
+	return NEXT(openat)(dirfd, redirect(path, to), flags, mode);
 }
 
 EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
+	char to[PATH_MAX];
 	va_list ap;
 	mode_t mode;
 
 	va_start(ap, flags);
 	mode = mode_arg(flags, ap);
 	va_end(ap);
-	return NEXT(openat64)(dirfd, redirect(path), flags, mode);
+	return NEXT(openat64)(dirfd, redirect(path, to), flags, mode);
+}
+
+/* What programs built with _FORTIFY_SOURCE call for open and openat. */
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+
+EXPORT int __open_2(const char *path, int flags)
+{
+	char to[PATH_MAX];
+
+	return NEXT(__open_2)(redirect(path, to), flags);
+}
+
+EXPORT int __open64_2(const char *path, int flags)
+{
+	char to[PATH_MAX];
+
+	return NEXT(__open64_2)(redirect(path, to), flags);
+}
+
+EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	char to[PATH_MAX];
+
+	return NEXT(__openat_2)(dirfd, redirect(path, to), flags);
+}
+
+EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	char to[PATH_MAX];
+
+	return NEXT(__openat64_2)(dirfd, redirect(path, to), flags);
+}
+
+/* glibc's fopen and opendir open the file themselves, not through open. */
+EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	char to[PATH_MAX];
+
+	return NEXT(fopen)(redirect(path, to), mode);
+}
+
+EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+	char to[PATH_MAX];
+
+	return NEXT(fopen64)(redirect(path, to), mode);
+}
+
+EXPORT DIR *opendir(const char *path)
+{
+	char to[PATH_MAX];
+
+	return NEXT(opendir)(redirect(path, to));
 }
 
 #ifndef NETLINK_RDMA

@@ -11,7 +11,9 @@
  * rdma_init_qp_attr reports), addrinfo.c (rdma_getaddrinfo and the endpoint calls),
  * rsocket.c (the rsocket API over TCP).
  *
- * THE LOCK RULE. Every field below says which lock guards it; these are the only locks:
+ * THE LOCK RULE. Every field below says which lock guards it; these are the CM's locks
+ * (besides them only leaves: id.c's devices_lock, qp.c's pd_lock; rsocket.c has its own;
+ * docs/locking.md lists them all):
  *
  *   id->lock   one id's connection state: state, sock, peer, the send queue, the channel
  *              pointer, the event counts a waiter sleeps on. Every API call on an id and
@@ -93,6 +95,8 @@ struct cm_msg {
 	uint32_t ece_options;
 	uint8_t private_data[CM_MAX_PRIVATE_DATA];
 } __attribute__((packed));
+/* The wire record docs/rdma-cm.md describes: a change here is a new CM_WIRE_VERSION. */
+_Static_assert(sizeof(struct cm_msg) == 264, "struct cm_msg is 264 bytes on the wire");
 
 enum cm_state {
 	CM_IDLE,

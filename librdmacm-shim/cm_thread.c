@@ -43,6 +43,7 @@ struct slot {				/* one of the two, or a free slot */
 
 enum ho_verdict { HO_WAIT, HO_REQ, HO_CLOSE };
 
+/* The CM thread's state: the variables marked cm_lock below (cm.h, THE LOCK RULE). */
 static pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cm_idle = PTHREAD_COND_INITIALIZER;	/* running_for went NULL */
 static pthread_once_t cm_once = PTHREAD_ONCE_INIT;

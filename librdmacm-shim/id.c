@@ -16,7 +16,7 @@
 
 #include "cm.h"
 
-static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;	/* contexts, ncontexts */
 static struct ibv_context **contexts;	/* every device, opened once, NULL-terminated */
 static int ncontexts;
 

@@ -15,7 +15,7 @@
 
 #define CM_MIN_RNR_TIMER 12		/* 0.64 ms, the kernel CM's default */
 
-static pthread_mutex_t pd_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pd_lock = PTHREAD_MUTEX_INITIALIZER;	/* default_pds */
 static struct {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;

@@ -129,7 +129,7 @@ struct rsock {
 	int wake_efd;		/* tells the progress thread to look again */
 	int data_efd;		/* readable while a waiter must look again (see rs_rx_notify) */
 
-	pthread_mutex_t tx_lock;
+	pthread_mutex_t tx_lock;	/* the fields below up to rx_lock: one sender at a time */
 	uint8_t *backlog;
 	size_t backlog_cap;
 	size_t backlog_head;
@@ -138,7 +138,7 @@ struct rsock {
 	int tx_err;
 	bool tx_shut;
 
-	pthread_mutex_t rx_lock;	/* taken before tx_lock when both are needed */
+	pthread_mutex_t rx_lock;	/* the fields below; taken before tx_lock when both are */
 	pthread_cond_t rx_cond;
 	struct rs_rx_parser parser;
 	atomic_bool rx_async;
@@ -165,7 +165,7 @@ struct rs_iov_cursor {
 };
 
 static struct rsock **rs_table[RS_TABLE_CHUNKS];
-static pthread_mutex_t rs_table_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t rs_table_lock = PTHREAD_MUTEX_INITIALIZER;	/* rs_table; alone */
 
 static int rs_fail(int err)
 {
@@ -257,20 +257,31 @@ static void rs_put(struct rsock *rs)
 		rs_release(rs);
 }
 
-static struct rsock *rs_get(int fd)
+/*
+ * With rs_table_lock: fd's slot in the table, its chunk allocated first when create; NULL
+ * for an fd the table cannot hold, or a chunk that is missing (or cannot be allocated).
+ */
+static struct rsock **rs_slot(int fd, bool create)
 {
-	struct rsock *rs = NULL;
-	struct rsock **chunk;
+	struct rsock ***chunk;
 
 	if (fd < 0 || fd >= RS_TABLE_MAX_FD)
 		return NULL;
+	chunk = &rs_table[fd >> RS_TABLE_CHUNK_SHIFT];
+	if (!*chunk && create)
+		*chunk = calloc(RS_TABLE_CHUNK_LEN, sizeof(**chunk));
+	return *chunk ? &(*chunk)[fd & (RS_TABLE_CHUNK_LEN - 1)] : NULL;
+}
+
+static struct rsock *rs_get(int fd)
+{
+	struct rsock *rs = NULL;
+	struct rsock **slot;
+
 	pthread_mutex_lock(&rs_table_lock);
-	chunk = rs_table[fd >> RS_TABLE_CHUNK_SHIFT];
-	if (chunk) {
-		rs = chunk[fd & (RS_TABLE_CHUNK_LEN - 1)];
-		if (rs)
-			atomic_fetch_add(&rs->refs, 1);
-	}
+	slot = rs_slot(fd, false);
+	if (slot && (rs = *slot))
+		atomic_fetch_add(&rs->refs, 1);
 	pthread_mutex_unlock(&rs_table_lock);
 	return rs;
 }
@@ -278,15 +289,13 @@ static struct rsock *rs_get(int fd)
 static struct rsock *rs_table_remove(int fd)
 {
 	struct rsock *rs = NULL;
-	struct rsock **chunk;
+	struct rsock **slot;
 
-	if (fd < 0 || fd >= RS_TABLE_MAX_FD)
-		return NULL;
 	pthread_mutex_lock(&rs_table_lock);
-	chunk = rs_table[fd >> RS_TABLE_CHUNK_SHIFT];
-	if (chunk) {
-		rs = chunk[fd & (RS_TABLE_CHUNK_LEN - 1)];
-		chunk[fd & (RS_TABLE_CHUNK_LEN - 1)] = NULL;
+	slot = rs_slot(fd, false);
+	if (slot) {
+		rs = *slot;
+		*slot = NULL;
 	}
 	pthread_mutex_unlock(&rs_table_lock);
 	return rs;
@@ -320,23 +329,19 @@ static void rs_forget_stale(struct rsock *stale)
 
 static int rs_table_insert(struct rsock *rs)
 {
-	struct rsock **chunk;
+	struct rsock **slot;
 	struct rsock *stale;
 
 	if (rs->fd >= RS_TABLE_MAX_FD)
 		return EMFILE;
 	pthread_mutex_lock(&rs_table_lock);
-	chunk = rs_table[rs->fd >> RS_TABLE_CHUNK_SHIFT];
-	if (!chunk) {
-		chunk = calloc(RS_TABLE_CHUNK_LEN, sizeof(*chunk));
-		if (!chunk) {
-			pthread_mutex_unlock(&rs_table_lock);
-			return ENOMEM;
-		}
-		rs_table[rs->fd >> RS_TABLE_CHUNK_SHIFT] = chunk;
+	slot = rs_slot(rs->fd, true);
+	if (!slot) {
+		pthread_mutex_unlock(&rs_table_lock);
+		return ENOMEM;
 	}
-	stale = chunk[rs->fd & (RS_TABLE_CHUNK_LEN - 1)];
-	chunk[rs->fd & (RS_TABLE_CHUNK_LEN - 1)] = rs;
+	stale = *slot;
+	*slot = rs;
 	pthread_mutex_unlock(&rs_table_lock);
 	if (stale)
 		rs_forget_stale(stale);
@@ -1844,28 +1849,27 @@ int rselect(int nfds, fd_set *readfds, fd_set *writefds,
 
 /* ---- names and options ---- */
 
-int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
+/* getpeername(2) (peer) or getsockname(2) of the TCP socket behind an rsocket. */
+static int rs_name(int socket, bool peer, struct sockaddr *addr, socklen_t *addrlen)
 {
 	struct rsock *rs = rs_get(socket);
 	int ret;
 
 	if (!rs)
 		return rs_fail(EBADF);
-	ret = getpeername(rs->fd, addr, addrlen);
+	ret = peer ? getpeername(rs->fd, addr, addrlen) : getsockname(rs->fd, addr, addrlen);
 	rs_put(rs);
 	return ret;
 }
 
+int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
+{
+	return rs_name(socket, true, addr, addrlen);
+}
+
 int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen)
 {
-	struct rsock *rs = rs_get(socket);
-	int ret;
-
-	if (!rs)
-		return rs_fail(EBADF);
-	ret = getsockname(rs->fd, addr, addrlen);
-	rs_put(rs);
-	return ret;
+	return rs_name(socket, false, addr, addrlen);
 }
 
 static int *rs_sol_rdma_int(struct rsock *rs, int optname)
@@ -1949,7 +1953,10 @@ static int rs_get_sol_rdma(struct rsock *rs, int optname, void *optval, socklen_
 	return err;
 }
 
-int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_t optlen)
+/* setsockopt(2) (set: optval is read only) or getsockopt(2): SOL_RDMA is ours, the rest the
+ * TCP socket's. */
+static int rs_sockopt(int socket, int level, int optname, bool set, void *optval,
+		      socklen_t *optlen)
 {
 	struct rsock *rs = rs_get(socket);
 	int ret, err;
@@ -1957,30 +1964,26 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 	if (!rs)
 		return rs_fail(EBADF);
 	if (level == SOL_RDMA) {
-		err = rs_set_sol_rdma(rs, optname, optval, optlen);
+		err = set ? rs_set_sol_rdma(rs, optname, optval, *optlen) :
+			    rs_get_sol_rdma(rs, optname, optval, optlen);
 		ret = err ? rs_fail(err) : 0;
-	} else {
-		ret = setsockopt(rs->fd, level, optname, optval, optlen);
-	}
-	rs_put(rs);
-	return ret;
-}
-
-int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *optlen)
-{
-	struct rsock *rs = rs_get(socket);
-	int ret, err;
-
-	if (!rs)
-		return rs_fail(EBADF);
-	if (level == SOL_RDMA) {
-		err = rs_get_sol_rdma(rs, optname, optval, optlen);
-		ret = err ? rs_fail(err) : 0;
+	} else if (set) {
+		ret = setsockopt(rs->fd, level, optname, optval, *optlen);
 	} else {
 		ret = getsockopt(rs->fd, level, optname, optval, optlen);
 	}
 	rs_put(rs);
 	return ret;
+}
+
+int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_t optlen)
+{
+	return rs_sockopt(socket, level, optname, true, (void *)optval, &optlen);
+}
+
+int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *optlen)
+{
+	return rs_sockopt(socket, level, optname, false, optval, optlen);
 }
 
 int rfcntl(int socket, int cmd, ... /* arg */)

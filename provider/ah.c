@@ -50,8 +50,5 @@ int sr_ah_teardown(struct sr_context *ctx, struct sr_ah *ah)
 
 int sr_destroy_ah(struct ibv_ah *ibah)
 {
-	struct sr_context *ctx = to_sr_context(ibah->context);
-	int ret = sr_obj_destroy_begin(ctx, AH_REF(ibah));
-
-	return ret ? ret : sr_ah_teardown(ctx, (struct sr_ah *)ibah);
+	return sr_obj_destroy(to_sr_context(ibah->context), AH_REF(ibah));
 }

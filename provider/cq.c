@@ -158,10 +158,7 @@ int sr_cq_teardown(struct sr_context *ctx, struct sr_cq *cq)
 /* ibv_destroy_cq(3): EBUSY while a QP uses it. */
 int sr_destroy_cq(struct ibv_cq *ibcq)
 {
-	struct sr_context *ctx = to_sr_context(ibcq->context);
-	int ret = sr_obj_destroy_begin(ctx, CQ_REF(ibcq));
-
-	return ret ? ret : sr_cq_teardown(ctx, to_sr_cq(ibcq));
+	return sr_obj_destroy(to_sr_context(ibcq->context), CQ_REF(ibcq));
 }
 
 int sr_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)

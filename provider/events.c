@@ -204,6 +204,23 @@ int sr_events_settle(struct sr_context *ctx, struct sr_settle *items, int n)
 	return 0;
 }
 
+bool sr_async_settle_unmake(struct sr_context *ctx, struct sr_obj *o, uint64_t element,
+			    const struct sr_event_count *async, pthread_mutex_t *mutex,
+			    pthread_cond_t *cond, const uint32_t *acked)
+{
+	struct sr_settle ev = { .pipe = sr_async_pipe(ctx), .element = element, .type = o->type };
+	bool keep;
+
+	ev.raised = atomic_load(&async->raised);
+	ev.taken = atomic_load(&async->taken);
+	keep = sr_events_settle(ctx, &ev, 1) != 0;
+	if (keep)
+		ev.reported = ev.taken;	/* what was read; the rest may still come */
+	sr_obj_unmake(ctx, o);
+	sr_events_wait_acked(ctx, mutex, cond, acked, ev.reported, NULL, 0);
+	return keep;
+}
+
 void sr_events_wait_acked(struct sr_context *ctx, pthread_mutex_t *mutex, pthread_cond_t *cond,
 			  const uint32_t *acked, uint32_t reported, const uint32_t *acked2,
 			  uint32_t reported2)

@@ -262,18 +262,26 @@ void sr_kept_free(struct sr_context *ctx)
 }
 
 /* Each type's teardown: what its destroy verb does once the object is taken. */
-static void teardown(struct sr_context *ctx, struct sr_obj *o)
+static int teardown(struct sr_context *ctx, struct sr_obj *o)
 {
 	switch (o->type) {
-	case SR_OBJ_PD: sr_pd_teardown(ctx, sr_container_of(o, struct sr_pd, obj)); break;
-	case SR_OBJ_CQ: sr_cq_teardown(ctx, sr_container_of(o, struct sr_cq, obj)); break;
-	case SR_OBJ_AH: sr_ah_teardown(ctx, sr_container_of(o, struct sr_ah, obj)); break;
-	case SR_OBJ_MR: sr_mr_teardown(ctx, sr_container_of(o, struct sr_mr, obj)); break;
-	case SR_OBJ_MW: sr_mw_teardown(ctx, sr_container_of(o, struct sr_mw, obj)); break;
-	case SR_OBJ_SRQ: sr_srq_teardown(ctx, sr_container_of(o, struct sr_srq, obj)); break;
-	case SR_OBJ_QP: sr_qp_teardown(ctx, sr_container_of(o, struct sr_qp, obj)); break;
+	case SR_OBJ_PD: return sr_pd_teardown(ctx, sr_container_of(o, struct sr_pd, obj));
+	case SR_OBJ_CQ: return sr_cq_teardown(ctx, sr_container_of(o, struct sr_cq, obj));
+	case SR_OBJ_AH: return sr_ah_teardown(ctx, sr_container_of(o, struct sr_ah, obj));
+	case SR_OBJ_MR: return sr_mr_teardown(ctx, sr_container_of(o, struct sr_mr, obj));
+	case SR_OBJ_MW: return sr_mw_teardown(ctx, sr_container_of(o, struct sr_mw, obj));
+	case SR_OBJ_SRQ: return sr_srq_teardown(ctx, sr_container_of(o, struct sr_srq, obj));
+	case SR_OBJ_QP: return sr_qp_teardown(ctx, sr_container_of(o, struct sr_qp, obj));
 	case SR_OBJ_TYPES: break;
 	}
+	return EINVAL;
+}
+
+int sr_obj_destroy(struct sr_context *ctx, struct sr_obj_ref ref)
+{
+	int ret = sr_obj_destroy_begin(ctx, ref);
+
+	return ret ? ret : teardown(ctx, ref.obj);
 }
 
 /*

@@ -46,10 +46,7 @@ int sr_pd_teardown(struct sr_context *ctx, struct sr_pd *pd)
 
 int sr_dealloc_pd(struct ibv_pd *ibpd)
 {
-	struct sr_context *ctx = to_sr_context(ibpd->context);
-	int ret = sr_obj_destroy_begin(ctx, SR_PD_REF(ibpd));
-
-	return ret ? ret : sr_pd_teardown(ctx, to_sr_pd(ibpd));
+	return sr_obj_destroy(to_sr_context(ibpd->context), SR_PD_REF(ibpd));
 }
 
 static struct mem_table *mem_of(struct sr_context *ctx)
@@ -155,10 +152,7 @@ int sr_mr_teardown(struct sr_context *ctx, struct sr_mr *mr)
 
 int sr_dereg_mr(struct verbs_mr *vmr)
 {
-	struct sr_context *ctx = to_sr_context(vmr->ibv_mr.context);
-	int ret = sr_obj_destroy_begin(ctx, MR_REF(vmr));
-
-	return ret ? ret : sr_mr_teardown(ctx, (struct sr_mr *)vmr);
+	return sr_obj_destroy(to_sr_context(vmr->ibv_mr.context), MR_REF(vmr));
 }
 
 struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
@@ -206,10 +200,7 @@ int sr_mw_teardown(struct sr_context *ctx, struct sr_mw *mw)
 
 int sr_dealloc_mw(struct ibv_mw *ibmw)
 {
-	struct sr_context *ctx = to_sr_context(ibmw->context);
-	int ret = sr_obj_destroy_begin(ctx, MW_REF(ibmw));
-
-	return ret ? ret : sr_mw_teardown(ctx, (struct sr_mw *)ibmw);
+	return sr_obj_destroy(to_sr_context(ibmw->context), MW_REF(ibmw));
 }
 
 /*

@@ -153,19 +153,11 @@ struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_a
 int sr_qp_teardown(struct sr_context *ctx, struct sr_qp *qp)
 {
 	struct ibv_qp *ibqp = &qp->vqp.qp;
-	struct sr_settle ev = { .pipe = sr_async_pipe(ctx), .element = (uintptr_t)ibqp,
-				.type = SR_OBJ_QP };
 	bool keep;
 
 	emu_qp_destroy(qp->qp);
-	ev.raised = atomic_load(&qp->async.raised);
-	ev.taken = atomic_load(&qp->async.taken);
-	keep = sr_events_settle(ctx, &ev, 1) != 0;
-	if (keep)
-		ev.reported = ev.taken;	/* what was read; the rest may still come */
-	sr_obj_unmake(ctx, &qp->obj);
-	sr_events_wait_acked(ctx, &ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
-			     ev.reported, NULL, 0);
+	keep = sr_async_settle_unmake(ctx, &qp->obj, (uintptr_t)ibqp, &qp->async, &ibqp->mutex,
+				      &ibqp->cond, &ibqp->events_completed);
 	if (qp->extended)
 		qp_ex_destroy(&qp->vqp.qp_ex);
 	if (keep) {
@@ -180,10 +172,7 @@ int sr_qp_teardown(struct sr_context *ctx, struct sr_qp *qp)
 
 int sr_destroy_qp(struct ibv_qp *ibqp)
 {
-	struct sr_context *ctx = to_sr_context(ibqp->context);
-	int ret = sr_obj_destroy_begin(ctx, SR_QP_REF(ibqp));
-
-	return ret ? ret : sr_qp_teardown(ctx, to_sr_qp(ibqp));
+	return sr_obj_destroy(to_sr_context(ibqp->context), SR_QP_REF(ibqp));
 }
 
 static int modify_qp(struct sr_context *ctx, struct sr_qp *qp, struct ibv_qp_attr *attr,

@@ -231,6 +231,8 @@ void sr_obj_leave(struct sr_context *ctx, struct sr_obj *o);
 /* A destroy: 0 (nothing finds it any more), ENOENT, EINVAL, or EBUSY (users, or a verb running). */
 int sr_obj_destroy_begin(struct sr_context *ctx, struct sr_obj_ref ref);
 void sr_obj_destroy_cancel(struct sr_context *ctx, struct sr_obj *o);	/* it stays after all */
+/* A destroy verb: sr_obj_destroy_begin(), then the type's teardown (sr_*_teardown). */
+int sr_obj_destroy(struct sr_context *ctx, struct sr_obj_ref ref);
 /* ibv_rereg_mr(IBV_REREG_MR_CHANGE_PD): o becomes a user of parent instead of old. */
 int sr_obj_swap_parent(struct sr_context *ctx, struct sr_obj *o, struct sr_obj *old,
 		       struct sr_obj_ref parent);
@@ -280,6 +282,16 @@ void sr_events_wait_acked(struct sr_context *ctx, pthread_mutex_t *mutex, pthrea
 enum sr_obj_type sr_async_event_type(uint32_t event_type);
 void sr_async_event(struct ibv_context *context, struct ibv_async_event *event);
 struct sr_event_pipe sr_async_pipe(struct sr_context *ctx);
+/*
+ * The end of a QP's or SRQ's destroy, once the engine has let go of it (so it raises no
+ * more async events): its unread events are removed, its handle is freed, and the destroy
+ * waits for the application to acknowledge the events it read (mutex, cond, acked: the
+ * ibv object's own). true: a pipe could not be settled, and the object's memory must be
+ * kept (sr_obj_keep) for records that may still name it.
+ */
+bool sr_async_settle_unmake(struct sr_context *ctx, struct sr_obj *o, uint64_t element,
+			    const struct sr_event_count *async, pthread_mutex_t *mutex,
+			    pthread_cond_t *cond, const uint32_t *acked);
 struct sr_event_pipe sr_comp_pipe(struct ibv_comp_channel *channel);
 /* A second, non-blocking description of a pipe end, or -1 with errno. */
 int sr_open_nowait(int fd);

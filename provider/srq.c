@@ -109,8 +109,6 @@ int sr_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 int sr_srq_teardown(struct sr_context *ctx, struct sr_srq *srq)
 {
 	struct ibv_srq *ibsrq = &srq->vsrq.srq;
-	struct sr_settle ev = { .pipe = sr_async_pipe(ctx), .element = (uintptr_t)ibsrq,
-				.type = SR_OBJ_SRQ };
 	int ret = emu_srq_destroy(srq->srq);
 	bool keep;
 
@@ -119,14 +117,8 @@ int sr_srq_teardown(struct sr_context *ctx, struct sr_srq *srq)
 		sr_obj_destroy_cancel(ctx, &srq->obj);
 		return ret;
 	}
-	ev.raised = atomic_load(&srq->async.raised);
-	ev.taken = atomic_load(&srq->async.taken);
-	keep = sr_events_settle(ctx, &ev, 1) != 0;
-	if (keep)
-		ev.reported = ev.taken;
-	sr_obj_unmake(ctx, &srq->obj);
-	sr_events_wait_acked(ctx, &ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed,
-			     ev.reported, NULL, 0);
+	keep = sr_async_settle_unmake(ctx, &srq->obj, (uintptr_t)ibsrq, &srq->async,
+				      &ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed);
 	if (keep) {
 		sr_obj_keep(ctx, &srq->obj);
 		return 0;
@@ -140,10 +132,7 @@ int sr_srq_teardown(struct sr_context *ctx, struct sr_srq *srq)
 /* EBUSY while a QP takes its receives from it. */
 int sr_destroy_srq(struct ibv_srq *ibsrq)
 {
-	struct sr_context *ctx = to_sr_context(ibsrq->context);
-	int ret = sr_obj_destroy_begin(ctx, SR_SRQ_REF(ibsrq));
-
-	return ret ? ret : sr_srq_teardown(ctx, to_sr_srq(ibsrq));
+	return sr_obj_destroy(to_sr_context(ibsrq->context), SR_SRQ_REF(ibsrq));
 }
 
 int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)

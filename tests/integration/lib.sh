@@ -2,6 +2,7 @@
 set -uo pipefail
 : "${SOFTRDMA_BUILD:?run through ctest}"
 SOFTRDMA="$SOFTRDMA_BUILD/bin/softrdma"
+. "$SOFTRDMA_BUILD/lib/softrdma/free_port.sh"	# free_port
 failures=0
 cleanup_dirs=()
 at_exit_cmds=()

@@ -1,7 +1,7 @@
 # Shared by the tests that run a server and a client program over the soft device: a scratch
-# directory for their logs, free ports below the ephemeral range, and run_pair. Source after
-# lib.sh (and after netns.sh's netns_setup for two namespaces). The caller sets $engine
-# (uring or epoll) before run_pair, and may set
+# directory for their logs, next_port (a free port on the server's side), and run_pair.
+# Source after lib.sh (and after netns.sh's netns_setup for two namespaces). The caller sets
+# $engine (uring or epoll) before run_pair, and may set
 #   srv_in cli_in  arrays: the prefix that runs a command on the server's or the client's
 #                  side (`ip netns exec NS`); empty (loopback) by default
 #   where_srv where_cli  how failure messages name the sides (" (in NS)"); empty by default
@@ -16,16 +16,11 @@ where_srv=${where_srv:-} where_cli=${where_cli:-}
 
 srv_ss() { "${srv_in[@]}" ss "$@"; }
 
-# Ports below the ephemeral range (where the engine's own listeners are), offset by $$.
-port=$((20000 + $$ % 600 * 20))
-# next_port: sets $port to the next port no TCP socket on the server's side uses.
+port=
+# next_port: sets $port to a port no TCP socket on the server's side uses (lib.sh's free_port).
 next_port() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		port=$((port >= 31999 ? 20000 : port + 1))
-		[ -z "$(srv_ss -tanH "( sport = :$port or dport = :$port )")" ] && return 0
-	done
-	fail "no free TCP port in 20000-31999 near $port"
+	port=$(free_port "${srv_in[@]}") && return 0
+	fail "no free TCP port below the ephemeral range"
 	return 1
 }
 

@@ -1,4 +1,4 @@
-# libfabric's verbs provider on the soft device (issue 13): Debian's fi_pingpong between two
+# libfabric's verbs provider on the soft device: Debian's fi_pingpong between two
 # processes, over an RDM endpoint (verbs;ofi_rxm: reliable datagrams made of rdma_cm
 # connections) and over a MSG endpoint (verbs alone, one rdma_cm connection), with
 # fi_pingpong's data check (-c: every message filled from its sequence number and compared

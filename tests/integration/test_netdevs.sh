@@ -44,4 +44,40 @@ for bad in "" "," "$veth_srv,"; do
 			fail "--netdev '$bad' exited 0"
 	fi
 done
+# A peer on the LAN (the client's namespace) and a QP whose device is attached to loopback
+# only: the QP's listener takes nothing from there, as rxe hears only its netdev. Attached
+# to the veth, the same QP's listener answers there (the control that the probe can pass).
+# ibv_rc_pingpong's server has its QP, and so its listener, before it waits for a client.
+qp_listener_answers_lan() { # NETDEVS: whether the LAN reaches the server QP's listener
+	local port qport="" rc=1 spid i
+	port=$(free_port "${in_srv[@]}") || { fail "no free port in $ns_srv"; return 2; }
+	"${in_srv[@]}" env SOFTRDMA_NETDEVS="$1" "$SOFTRDMA" run -- \
+		timeout 20 ibv_rc_pingpong -g 0 -p "$port" >/dev/null 2>&1 &
+	spid=$!
+	for ((i = 0; i < 100; i++)); do
+		qport=$("${in_srv[@]}" ss -ltnpH | awk -v p=":$port" '$4 !~ p"$" && /ibv_rc_pingpong/ {
+			n = split($4, a, ":"); print a[n]; exit }')
+		[ -n "$qport" ] && break
+		sleep 0.1
+	done
+	if [ -z "$qport" ]; then
+		fail "ibv_rc_pingpong's QP listener never showed in $ns_srv"
+	else
+		ip netns exec "$ns_cli" timeout 3 bash -c "exec 3<>/dev/tcp/$ip_srv/$qport" 2>/dev/null
+		rc=$?
+	fi
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	return $rc
+}
+if qp_listener_answers_lan ""; then
+	fail "loopback only: a QP listener took a connection from the LAN ($ip_cli)"
+else
+	pass "loopback only: a QP listener takes nothing from the LAN ($ip_cli)"
+fi
+if qp_listener_answers_lan "$veth_srv"; then
+	pass "attached to $veth_srv: the QP listener answers the LAN"
+else
+	fail "attached to $veth_srv: the QP listener did not answer the LAN"
+fi
 finish

@@ -1,5 +1,5 @@
 # Debian's cmtime and rping, as test_rdmacm_utils runs them, several times each while
-# twice as many busy loops as the machine has cores take the CPUs (issue 18). Both once
+# twice as many busy loops as the machine has cores take the CPUs. Both once
 # failed only on a loaded runner: a cmtime pair that never finished (killed at 60 s) and
 # an rping client that exited 255 after its 100 verified pings. Their cause, two races
 # between rdma_destroy_id and a thread blocked in rdma_get_cm_event, is reproduced on

@@ -1,5 +1,5 @@
 # `softrdma run` killed by a signal: the signal reaches the command, the run's tree goes,
-# and the exit status is the command's (issue 18). stdin reaches the command.
+# and the exit status is the command's. stdin reaches the command.
 . "$(dirname "$0")/lib.sh"
 scratch_dir tmp
 export TMPDIR=$tmp

@@ -88,7 +88,7 @@ at_exit 'rm -rf "$atree"'
 as_user sh -c "while :; do for f in '$atree'/softrdma/counters/* '$atree'/class/infiniband/softrdma0/ports/1/counters/*; do : >\"\$f\"; done 2>/dev/null; sleep 0.01; done" &
 truncator=$!
 at_exit 'kill "$truncator" 2>/dev/null'
-port=$((20000 + $$ % 600 * 20 + 7))
+port=$(free_port) || { fail "no free TCP port"; exit 1; }
 SYSFS_PATH=$atree timeout 60 ibv_rc_pingpong -g 0 -p $port -n 2000 -s 4096 >"$shared/srv" 2>&1 &
 spid=$!
 for _ in $(seq 100); do [ -n "$(ss -ltnH "sport = :$port")" ] && break; sleep 0.1; done

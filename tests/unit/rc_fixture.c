@@ -64,6 +64,7 @@ void rc_close(struct rc_env *env)
 		rc_drain_async(env);
 	rc_destroy_end(&env->a);
 	rc_destroy_end(&env->b);
+	rc_destroy_end(&env->c);
 	for (int i = 0; i < RC_MAX_MRS; i++)
 		if (env->mrs[i]) {
 			ibv_dereg_mr(env->mrs[i]);
@@ -97,6 +98,7 @@ int rc_setup(void **state)
 
 	assert_non_null(env);
 	rc_open(env);
+	env->param = *state;
 	*state = env;
 	return 0;
 }
@@ -223,6 +225,53 @@ void rc_connect(struct ibv_qp *qp, const struct rc_qp_opts *o, uint32_t dest_qpn
 	assert_int_equal(rc_modify_rtr(qp, o, dest_qpn, dgid), 0);
 	assert_int_equal(rc_modify_rts(qp, o), 0);
 	assert_int_equal(rc_state(qp), IBV_QPS_RTS);
+}
+
+void rc_create_uc_end(struct rc_env *env, struct rc_end *end, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_UC,
+		.srq = srq,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+	};
+
+	end->scq = ibv_create_cq(env->ctx, 128, NULL, NULL, 0);
+	end->rcq = ibv_create_cq(env->ctx, 128, NULL, NULL, 0);
+	assert_non_null(end->scq);
+	assert_non_null(end->rcq);
+	init.send_cq = end->scq;
+	init.recv_cq = end->rcq;
+	end->qp = ibv_create_qp(env->pd, &init);
+	assert_non_null(end->qp);
+}
+
+/* The kernel's required masks for UC: no RNR timer, no read/atomic budget, no retries. */
+void rc_connect_uc(struct rc_env *env, struct ibv_qp *qp, uint32_t dest_qpn, int access)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = access,
+	};
+
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = dest_qpn;
+	attr.rq_psn = 0x123;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.port_num = 1;
+	attr.ah_attr.grh.dgid = env->gid;
+	attr.ah_attr.grh.hop_limit = 1;
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = 0x456;
+	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 }
 
 void rc_pair(struct rc_env *env, const struct rc_qp_opts *oa, const struct rc_qp_opts *ob)
@@ -486,8 +535,9 @@ void rc_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge, int nu
 	assert_int_equal(ibv_post_recv(qp, &wr, &bad), 0);
 }
 
-int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
-		 int num_sge, uint64_t remote_addr, uint32_t rkey)
+int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
+		     struct ibv_sge *sge, int num_sge, uint64_t remote_addr, uint32_t rkey,
+		     __be32 imm_data)
 {
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id,
@@ -495,11 +545,18 @@ int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struc
 		.num_sge = num_sge,
 		.opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = imm_data,
 		.wr.rdma = { .remote_addr = remote_addr, .rkey = rkey },
 	};
 	struct ibv_send_wr *bad = NULL;
 
 	return ibv_post_send(qp, &wr, &bad);
+}
+
+int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
+		 int num_sge, uint64_t remote_addr, uint32_t rkey)
+{
+	return rc_post_rdma_imm(qp, wr_id, op, sge, num_sge, remote_addr, rkey, 0);
 }
 
 int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,

@@ -64,12 +64,15 @@ struct rc_env {
 	union ibv_gid gid;		/* GID 0 */
 	struct ibv_comp_channel *channel;
 	struct rc_end a, b;		/* a requests, b responds (both can do both) */
+	struct rc_end c;		/* a third QP, beside the pair (a hostile peer's victim) */
 	struct ibv_mr *mrs[RC_MAX_MRS];
 	struct rc_buf bufs[RC_MAX_BUFS];
 	size_t page;
+	const void *param;		/* a table case's row (case_table.h), else NULL */
 };
 
-/* cmocka setup/teardown: a fresh context (so async events never leak between tests). */
+/* cmocka setup/teardown: a fresh context (so async events never leak between tests). The
+ * setup keeps the test's initial state (a table case's row) in env->param. */
 int rc_setup(void **state);
 int rc_teardown(void **state);
 /* The same, for a test that must do something (fork) before the device is opened. */
@@ -90,6 +93,12 @@ int rc_modify_rts(struct ibv_qp *qp, const struct rc_qp_opts *o);
 /* RESET -> INIT -> RTR -> RTS, asserting each step. */
 void rc_connect(struct ibv_qp *qp, const struct rc_qp_opts *o, uint32_t dest_qpn,
 		const union ibv_gid *dgid);
+
+/* A UC QP's CQs (128 entries each) and QP in RESET; srq may be NULL. */
+void rc_create_uc_end(struct rc_env *env, struct rc_end *end, struct ibv_srq *srq);
+/* RESET -> INIT -> RTR -> RTS with the kernel's UC masks (no RNR timer, read/atomic budget
+ * or retries), to dest_qpn at env->gid, granting access. */
+void rc_connect_uc(struct rc_env *env, struct ibv_qp *qp, uint32_t dest_qpn, int access);
 
 /* env->a and env->b, created and connected to each other; NULL opts: the defaults. */
 void rc_pair(struct rc_env *env, const struct rc_qp_opts *oa, const struct rc_qp_opts *ob);
@@ -137,6 +146,10 @@ void rc_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge, int nu
 struct ibv_sge rc_sge(void *p, uint32_t len, const struct ibv_mr *mr);
 int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		 int num_sge, uint64_t remote_addr, uint32_t rkey);
+/* The same with immediate data (network order), which only the *_WITH_IMM opcodes carry. */
+int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
+		     struct ibv_sge *sge, int num_sge, uint64_t remote_addr, uint32_t rkey,
+		     __be32 imm_data);
 int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		   uint64_t swap);

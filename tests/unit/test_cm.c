@@ -14,6 +14,26 @@
 
 #include "cm_fixture.h"
 
+/* A listener in srv, and cli's connect to it under param (the request is on its way). */
+static void start_connect(struct side *srv, struct side *cli, struct rdma_conn_param *param)
+{
+	start_client(cli, start_listener(srv, 16));
+	assert_int_equal(rdma_connect(cli->id, param), 0);
+}
+
+/* start_connect, accepted and established on both sides; returns the server's id. */
+static struct rdma_cm_id *establish(struct side *srv, struct side *cli,
+				    struct rdma_conn_param *param)
+{
+	struct rdma_cm_id *conn;
+
+	start_connect(srv, cli, param);
+	conn = accept_one(srv, NULL, 0);
+	expect_event(cli->ch, RDMA_CM_EVENT_ESTABLISHED);
+	expect_event(srv->ch, RDMA_CM_EVENT_ESTABLISHED);
+	return conn;
+}
+
 static void test_connect_and_private_data(void **state)
 {
 	struct side srv = { 0 }, cli = { 0 };
@@ -24,12 +44,9 @@ static void test_connect_and_private_data(void **state)
 	struct rdma_cm_id *conn;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
-	int port;
 
 	(void)state;
-	port = start_listener(&srv, 16);
-	start_client(&cli, port);
-	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	start_connect(&srv, &cli, &param);
 	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	assert_string_equal(e->param.conn.private_data, "hello");
 	conn = e->id;
@@ -72,12 +89,9 @@ static void test_reject_carries_private_data(void **state)
 	struct side srv = { 0 }, cli = { 0 };
 	struct rdma_conn_param param = { .retry_count = 7 };
 	struct rdma_cm_event *e;
-	int port;
 
 	(void)state;
-	port = start_listener(&srv, 16);
-	start_client(&cli, port);
-	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	start_connect(&srv, &cli, &param);
 	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	assert_int_equal(rdma_reject(e->id, "go away", 8), 0);
 	{
@@ -132,15 +146,9 @@ static void test_server_disconnects(void **state)
 	struct side srv = { 0 }, cli = { 0 };
 	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *conn;
-	int port;
 
 	(void)state;
-	port = start_listener(&srv, 16);
-	start_client(&cli, port);
-	assert_int_equal(rdma_connect(cli.id, &param), 0);
-	conn = accept_one(&srv, NULL, 0);
-	expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED);
-	expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED);
+	conn = establish(&srv, &cli, &param);
 	assert_int_equal(rdma_disconnect(conn), 0);
 	expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED);
 	expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED);
@@ -157,15 +165,9 @@ static void test_destroy_while_connected(void **state)
 	struct side srv = { 0 }, cli = { 0 };
 	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *conn;
-	int port;
 
 	(void)state;
-	port = start_listener(&srv, 16);
-	start_client(&cli, port);
-	assert_int_equal(rdma_connect(cli.id, &param), 0);
-	conn = accept_one(&srv, NULL, 0);
-	expect_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED);
-	expect_event(srv.ch, RDMA_CM_EVENT_ESTABLISHED);
+	conn = establish(&srv, &cli, &param);
 	/* The client goes away without disconnecting: the server still hears of it. */
 	stop(&cli);
 	expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED);
@@ -220,12 +222,9 @@ static void test_listener_destroyed_with_a_request_waiting(void **state)
 	struct rdma_conn_param param = { .retry_count = 7 };
 	struct pollfd pfd;
 	struct rdma_cm_event *e;
-	int port;
 
 	(void)state;
-	port = start_listener(&srv, 16);
-	start_client(&cli, port);
-	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	start_connect(&srv, &cli, &param);
 	pfd = (struct pollfd){ .fd = srv.ch->fd, .events = POLLIN };
 	assert_int_equal(poll(&pfd, 1, 5000), 1);	/* CONNECT_REQUEST queued, not taken */
 	stop(&srv);
@@ -243,12 +242,9 @@ static void test_reject_after_the_requester_left(void **state)
 	struct rdma_conn_param param = { .retry_count = 7 };
 	struct rdma_cm_event *e;
 	struct rdma_cm_id *req;
-	int port;
 
 	(void)state;
-	port = start_listener(&srv, 16);
-	start_client(&cli, port);
-	assert_int_equal(rdma_connect(cli.id, &param), 0);
+	start_connect(&srv, &cli, &param);
 	e = next_event(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	req = e->id;
 	rdma_ack_cm_event(e);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * rdma_getaddrinfo, rdma_create_ep and rdma_migrate_id as librdmacm's addrinfo.c and cma.c
- * have them (issue 13: libfabric's verbs provider uses all three): hints-only lookups, one
+ * have them (libfabric's verbs provider uses all three): hints-only lookups, one
  * result per lookup, synchronous ids from rdma_create_ep moved onto an event channel, and
  * events moving with a migrated id. Run under `softrdma run` (ctest does).
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The drop-in librdmacm against hostile peers (issue 12, docs/security.md): each test is an
+ * The drop-in librdmacm against hostile peers (docs/security.md): each test is an
  * attack on a listener of this process, made with raw TCP and hand-built CM messages, and
  * asserts both that the attack is refused and that a legitimate connection then works.
  *   - a peer that floods DREQs and never reads is cut off; the CM thread never blocks;
@@ -238,16 +238,23 @@ static void test_silent_connections_are_bounded_and_time_out(void **state)
 	start = now_ms();
 	for (int i = 0; i < SILENT; i++)
 		fds[i] = attacker_connect(port, 0);
-	usleep(500 * 1000);
+	/*
+	 * It gets in beside them, behind them in the listener's accept queue: once it is
+	 * established, the CM has taken every silent connection, and what it holds is what
+	 * it keeps, however slowly a loaded machine got there.
+	 */
+	legit_connection(&srv, port);
+	assert_true(now_ms() - start < CM_REQ_TIMEOUT_MS);	/* before any timed out */
 	open = still_open(fds, SILENT);
-	print_message("%d silent connections, %d still held after 0.5 s\n", SILENT, open);
+	print_message("%d silent connections, %d still held once a real one is in\n", SILENT,
+		      open);
 	assert_true(open <= CM_MAX_HALF_OPEN);
-	legit_connection(&srv, port);	/* it gets in beside them */
-	while (now_ms() - start < CM_REQ_TIMEOUT_MS + 1500)
+	/* The rest go at their deadline; the bound only keeps a broken CM from hanging us. */
+	while ((open = still_open(fds, SILENT)) && now_ms() - start < CM_REQ_TIMEOUT_MS + 30000)
 		usleep(100 * 1000);
-	open = still_open(fds, SILENT);
 	print_message("%d still held after %.1f s\n", open, (now_ms() - start) / 1000.0);
 	assert_int_equal(open, 0);
+	assert_true(now_ms() - start >= CM_REQ_TIMEOUT_MS);	/* not before their time */
 	expect_no_event(srv.ch, 0);	/* the application never heard of them */
 	for (int i = 0; i < SILENT; i++)
 		close(fds[i]);

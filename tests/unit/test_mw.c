@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "case_table.h"
 #include "rc_fixture.h"
 
 #define A_SEED		0x6b
@@ -118,13 +119,34 @@ static uint32_t bind2(struct scene *s, struct ibv_mw *mw, uint8_t *addr, uint64_
 	return rkey;
 }
 
-static int post_on(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, uint32_t ex)
+/* The scene with B's MR rights, and a type 1 window bound to [win, win + WIN_LEN). */
+static struct ibv_mw *bound_type1(struct scene *s, void **state, int mr_rights, int rights)
 {
-	struct ibv_send_wr wr = { .wr_id = wr_id, .opcode = op, .send_flags = IBV_SEND_SIGNALED,
-				  .invalidate_rkey = ex };
+	struct ibv_mw *mw;
+
+	scene_init(s, state, mr_rights);
+	mw = alloc_mw(s, IBV_MW_TYPE_1);
+	bind1(s, mw, s->bmr, s->win, WIN_LEN, rights, IBV_WC_SUCCESS);
+	return mw;
+}
+
+/* The scene, and a type 2 window bound to [win, win + WIN_LEN) for WRITEs; its key. */
+static uint32_t bound_type2(struct scene *s, void **state, struct ibv_mw **mw)
+{
+	scene_init(s, state, MR_RIGHTS);
+	*mw = alloc_mw(s, IBV_MW_TYPE_2);
+	return bind2(s, *mw, s->win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
+}
+
+/* B's LOCAL_INV (wr_id 7) of key; its completion has status. */
+static void local_inv(struct scene *s, uint32_t key, enum ibv_wc_status status)
+{
+	struct ibv_send_wr wr = { .wr_id = 7, .opcode = IBV_WR_LOCAL_INV,
+				  .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = key };
 	struct ibv_send_wr *bad = NULL;
 
-	return ibv_post_send(qp, &wr, &bad);
+	assert_int_equal(ibv_post_send(s->env->b.qp, &wr, &bad), 0);
+	expect_b_local(s, 7, IBV_WC_LOCAL_INV, status);
 }
 
 /* A's WRITE of len bytes from its buffer start to raddr under rkey; its completion status. */
@@ -163,6 +185,111 @@ static void expect_refused(struct scene *s, uint64_t wr_id, uint32_t rkey, uint8
 	expect_b_untouched(s);
 }
 
+/* A's WRITE (wr_id) of len bytes at at under key succeeds and lands; B's memory is reset. */
+static void write_lands(struct scene *s, uint64_t wr_id, uint32_t key, uint8_t *at,
+			uint32_t len)
+{
+	write_via(s, wr_id, key, at, len, IBV_WC_SUCCESS);
+	expect_b_written(s, at, len);
+	rc_fill(s->b->p, s->b->cap, B_SEED);
+}
+
+/* ---- A type 1 window's key, refused: what was done to the window, and where A writes ---- */
+
+enum window_fate {
+	UNBOUND,	/* never bound */
+	KEPT,		/* bound, and left so */
+	UNBOUND_BY_ZERO_BIND,	/* bound, then bound to nothing */
+	DEALLOCATED,	/* bound, then deallocated */
+	MR_DEREGISTERED,	/* bound to an MR that is then deregistered */
+};
+
+struct refusal_case {
+	const char *name;
+	enum window_fate fate;
+	int rights;		/* the window's, when bound (to [win, win + WIN_LEN)) */
+	int at;			/* A's WRITE: at win + at, of len bytes */
+	uint32_t len;
+};
+
+static const struct refusal_case refusals[] = {
+	/* An unbound window's key opens nothing. */
+	{ "test_unbound_window_refused", UNBOUND, 0, 0, 16 },
+	/* Inside the MR, straddling the window's start. */
+	{ "test_type1_below_window_refused", KEPT, IBV_ACCESS_REMOTE_WRITE, -8, 16 },
+	{ "test_type1_past_window_refused", KEPT, IBV_ACCESS_REMOTE_WRITE, WIN_LEN - 8, 9 },
+	/* The MR grants REMOTE_WRITE, the window only READ: the window's rights decide. */
+	{ "test_window_lacks_right_refused", KEPT, IBV_ACCESS_REMOTE_READ, 0, 16 },
+	/* A type 1 window is unbound by binding it to nothing. */
+	{ "test_type1_zero_length_bind_unbinds", UNBOUND_BY_ZERO_BIND, IBV_ACCESS_REMOTE_WRITE,
+	  0, 16 },
+	{ "test_dealloc_kills_key", DEALLOCATED, IBV_ACCESS_REMOTE_WRITE, 0, 16 },
+	{ "test_dereg_mr_kills_window", MR_DEREGISTERED, IBV_ACCESS_REMOTE_WRITE, 0, 16 },
+};
+
+static void run_refusal(void **state)
+{
+	const struct refusal_case *c = ((struct rc_env *)*state)->param;
+	struct ibv_mr *mr;
+	struct ibv_mw *mw;
+	struct scene s;
+	uint32_t rkey;
+
+	scene_init(&s, state, MR_RIGHTS);
+	mr = s.bmr;
+	if (c->fate == MR_DEREGISTERED)
+		mr = rc_reg(s.env, s.env->pd, s.b->p, s.b->cap, MR_RIGHTS);
+	mw = alloc_mw(&s, IBV_MW_TYPE_1);
+	if (c->fate != UNBOUND)
+		bind1(&s, mw, mr, s.win, WIN_LEN, c->rights, IBV_WC_SUCCESS);
+	if (c->fate == UNBOUND_BY_ZERO_BIND)
+		bind1(&s, mw, NULL, NULL, 0, 0, IBV_WC_SUCCESS);
+	if (c->fate == MR_DEREGISTERED)
+		rc_dereg(s.env, mr);
+	rkey = mw->rkey;
+	if (c->fate == DEALLOCATED) {
+		assert_int_equal(ibv_dealloc_mw(mw), 0);
+		mw = NULL;
+	}
+	expect_refused(&s, 1, rkey, s.win + c->at, c->len);
+	if (mw)
+		assert_int_equal(ibv_dealloc_mw(mw), 0);
+}
+
+/* ---- A type 1 bind that fails: B's MR, where the window would lie, and its rights ---- */
+
+struct bind_error_case {
+	const char *name;
+	int mr_rights;
+	bool past_mr_end;	/* the window: the MR's last 8 bytes and 8 past, else the usual */
+	int rights;
+	bool qp_err_awaited;	/* B's QP is then waited for in ERR */
+};
+
+static const struct bind_error_case bind_errors[] = {
+	{ "test_bind_needs_mw_bind_on_mr", RC_ACCESS_ALL, false, IBV_ACCESS_REMOTE_READ, true },
+	{ "test_bind_outside_mr_fails", MR_RIGHTS, true, IBV_ACCESS_REMOTE_READ, false },
+	{ "test_writable_window_needs_local_write", IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND,
+	  false, IBV_ACCESS_REMOTE_WRITE, false },
+};
+
+static void run_bind_error(void **state)
+{
+	const struct bind_error_case *c = ((struct rc_env *)*state)->param;
+	struct ibv_mw *mw;
+	struct scene s;
+
+	scene_init(&s, state, c->mr_rights);
+	mw = alloc_mw(&s, IBV_MW_TYPE_1);
+	if (c->past_mr_end)
+		bind1(&s, mw, s.bmr, s.b->p + s.b->cap - 8, 16, c->rights, IBV_WC_MW_BIND_ERR);
+	else
+		bind1(&s, mw, s.bmr, s.win, WIN_LEN, c->rights, IBV_WC_MW_BIND_ERR);
+	if (c->qp_err_awaited)
+		rc_wait_state(s.env->b.qp, IBV_QPS_ERR);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+}
+
 static void test_device_advertises_windows(void **state)
 {
 	struct rc_env *env = *state;
@@ -191,18 +318,6 @@ static void test_alloc_and_dealloc(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
-/* An unbound window's key opens nothing. */
-static void test_unbound_window_refused(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	expect_refused(&s, 1, mw->rkey, s.win, 16);
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-}
-
 static void test_type1_access_inside_window(void **state)
 {
 	struct scene s;
@@ -210,17 +325,11 @@ static void test_type1_access_inside_window(void **state)
 	struct ibv_sge sge;
 	uint64_t old;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-	      IBV_ACCESS_REMOTE_ATOMIC, IBV_WC_SUCCESS);
+	mw = bound_type1(&s, state, MR_RIGHTS, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC);
 	/* Both ends of the window. */
-	write_via(&s, 1, mw->rkey, s.win, WIN_LEN, IBV_WC_SUCCESS);
-	expect_b_written(&s, s.win, WIN_LEN);
-	rc_fill(s.b->p, s.b->cap, B_SEED);
-	write_via(&s, 2, mw->rkey, s.win + WIN_LEN - 8, 8, IBV_WC_SUCCESS);
-	expect_b_written(&s, s.win + WIN_LEN - 8, 8);
-	rc_fill(s.b->p, s.b->cap, B_SEED);
+	write_lands(&s, 1, mw->rkey, s.win, WIN_LEN);
+	write_lands(&s, 2, mw->rkey, s.win + WIN_LEN - 8, 8);
 	/* A READ lands in A's memory, an atomic returns the old word. */
 	sge = (struct ibv_sge){ .addr = (uintptr_t)s.a->p + 100, .length = 64,
 				.lkey = s.amr->lkey };
@@ -241,93 +350,17 @@ static void test_type1_access_inside_window(void **state)
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
 
-static void test_type1_below_window_refused(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
-	/* Inside the MR, straddling the window's start. */
-	expect_refused(&s, 1, mw->rkey, s.win - 8, 16);
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-}
-
-static void test_type1_past_window_refused(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
-	expect_refused(&s, 1, mw->rkey, s.win + WIN_LEN - 8, 9);
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-}
-
-/* The MR grants REMOTE_WRITE, the window only READ: the window's rights decide. */
-static void test_window_lacks_right_refused(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_READ, IBV_WC_SUCCESS);
-	expect_refused(&s, 1, mw->rkey, s.win, 16);
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-}
-
 /* A window may grant what its MR does not, remotely: C10-74 asks only for LOCAL_WRITE. */
 static void test_window_grants_more_than_mr(void **state)
 {
 	struct scene s;
 	struct ibv_mw *mw;
 
-	scene_init(&s, state, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
-	write_via(&s, 1, mw->rkey, s.win + 10, 20, IBV_WC_SUCCESS);
-	expect_b_written(&s, s.win + 10, 20);
+	mw = bound_type1(&s, state, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND,
+			 IBV_ACCESS_REMOTE_WRITE);
+	write_lands(&s, 1, mw->rkey, s.win + 10, 20);
 	/* The MR's own key still opens nothing remotely. */
-	rc_fill(s.b->p, s.b->cap, B_SEED);
 	expect_refused(&s, 2, s.bmr->rkey, s.win + 10, 20);
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-}
-
-static void test_bind_needs_mw_bind_on_mr(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-
-	scene_init(&s, state, RC_ACCESS_ALL);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_READ, IBV_WC_MW_BIND_ERR);
-	rc_wait_state(s.env->b.qp, IBV_QPS_ERR);
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-}
-
-static void test_bind_outside_mr_fails(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.b->p + s.b->cap - 8, 16, IBV_ACCESS_REMOTE_READ,
-	      IBV_WC_MW_BIND_ERR);
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-}
-
-static void test_writable_window_needs_local_write(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-
-	scene_init(&s, state, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_MW_BIND_ERR);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
 
@@ -337,58 +370,11 @@ static void test_type1_rebind_kills_old_key(void **state)
 	struct ibv_mw *mw;
 	uint32_t old;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
+	mw = bound_type1(&s, state, MR_RIGHTS, IBV_ACCESS_REMOTE_WRITE);
 	old = mw->rkey;
 	bind1(&s, mw, s.bmr, s.win + 2048, 512, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
-	write_via(&s, 1, mw->rkey, s.win + 2048, 512, IBV_WC_SUCCESS);
-	expect_b_written(&s, s.win + 2048, 512);
-	rc_fill(s.b->p, s.b->cap, B_SEED);
+	write_lands(&s, 1, mw->rkey, s.win + 2048, 512);
 	expect_refused(&s, 2, old, s.win, 16);
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-}
-
-/* A type 1 window is unbound by binding it to nothing. */
-static void test_type1_zero_length_bind_unbinds(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
-	bind1(&s, mw, NULL, NULL, 0, 0, IBV_WC_SUCCESS);
-	expect_refused(&s, 1, mw->rkey, s.win, 16);
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-}
-
-static void test_dealloc_kills_key(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-	uint32_t rkey;
-
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
-	rkey = mw->rkey;
-	assert_int_equal(ibv_dealloc_mw(mw), 0);
-	expect_refused(&s, 1, rkey, s.win, 16);
-}
-
-static void test_dereg_mr_kills_window(void **state)
-{
-	struct scene s;
-	struct ibv_mw *mw;
-	struct ibv_mr *mr;
-
-	scene_init(&s, state, MR_RIGHTS);
-	mr = rc_reg(s.env, s.env->pd, s.b->p, s.b->cap, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, mr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
-	rc_dereg(s.env, mr);
-	expect_refused(&s, 1, mw->rkey, s.win, 16);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
 
@@ -399,9 +385,7 @@ static void test_window_key_is_no_lkey(void **state)
 	struct ibv_mw *mw;
 	struct ibv_sge sge;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_READ, IBV_WC_SUCCESS);
+	mw = bound_type1(&s, state, MR_RIGHTS, IBV_ACCESS_REMOTE_READ);
 	sge = (struct ibv_sge){ .addr = (uintptr_t)s.win, .length = 16, .lkey = mw->rkey };
 	assert_int_equal(rc_post_rdma(s.env->b.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
 				      (uintptr_t)s.a->p, s.amr->rkey), 0);
@@ -416,12 +400,8 @@ static void test_type2_bind_access_local_invalidate(void **state)
 	struct ibv_mw *mw;
 	uint32_t rkey;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	rkey = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
-	write_via(&s, 1, rkey, s.win + 100, 200, IBV_WC_SUCCESS);
-	expect_b_written(&s, s.win + 100, 200);
-	rc_fill(s.b->p, s.b->cap, B_SEED);
+	rkey = bound_type2(&s, state, &mw);
+	write_lands(&s, 1, rkey, s.win + 100, 200);
 	/* Bound already: a type 2 window must be invalidated before it is bound again. */
 	assert_int_equal(post_bind2(s.env->b.qp, mw, ibv_inc_rkey(rkey), s.bmr, s.win, 8,
 				    IBV_ACCESS_REMOTE_WRITE), 0);
@@ -436,13 +416,10 @@ static void test_type2_local_invalidate_then_refused(void **state)
 	struct ibv_mw *mw;
 	uint32_t rkey;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	rkey = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
+	rkey = bound_type2(&s, state, &mw);
 	write_via(&s, 1, rkey, s.win, 8, IBV_WC_SUCCESS);
 	rc_fill(s.b->p, s.b->cap, B_SEED);
-	assert_int_equal(post_on(s.env->b.qp, 7, IBV_WR_LOCAL_INV, rkey), 0);
-	expect_b_local(&s, 7, IBV_WC_LOCAL_INV, IBV_WC_SUCCESS);
+	local_inv(&s, rkey, IBV_WC_SUCCESS);
 	expect_refused(&s, 2, rkey, s.win, 8);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
@@ -454,17 +431,12 @@ static void test_type2_rebind_after_invalidate(void **state)
 	struct ibv_mw *mw;
 	uint32_t k1, k2;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	k1 = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
-	assert_int_equal(post_on(s.env->b.qp, 7, IBV_WR_LOCAL_INV, k1), 0);
-	expect_b_local(&s, 7, IBV_WC_LOCAL_INV, IBV_WC_SUCCESS);
+	k1 = bound_type2(&s, state, &mw);
+	local_inv(&s, k1, IBV_WC_SUCCESS);
 	mw->rkey = k1;
 	k2 = bind2(&s, mw, s.win + 512, 64, IBV_ACCESS_REMOTE_WRITE);
 	assert_int_not_equal(k1, k2);
-	write_via(&s, 1, k2, s.win + 512, 64, IBV_WC_SUCCESS);
-	expect_b_written(&s, s.win + 512, 64);
-	rc_fill(s.b->p, s.b->cap, B_SEED);
+	write_lands(&s, 1, k2, s.win + 512, 64);
 	expect_refused(&s, 2, k1, s.win, 8);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
@@ -487,9 +459,7 @@ static void test_type2_bind_takes_low_key_bits(void **state)
 	assert_int_equal(post_bind2(s.env->b.qp, mw, asked, s.bmr, s.win, WIN_LEN,
 				    IBV_ACCESS_REMOTE_WRITE), 0);
 	expect_b_local(&s, 0xb2, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
-	write_via(&s, 1, key, s.win, 64, IBV_WC_SUCCESS);
-	expect_b_written(&s, s.win, 64);
-	rc_fill(s.b->p, s.b->cap, B_SEED);
+	write_lands(&s, 1, key, s.win, 64);
 	expect_refused(&s, 2, asked, s.win, 8);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
@@ -499,13 +469,24 @@ static void test_local_invalidate_of_type1_fails(void **state)
 	struct scene s;
 	struct ibv_mw *mw;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_1);
-	bind1(&s, mw, s.bmr, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS);
-	assert_int_equal(post_on(s.env->b.qp, 7, IBV_WR_LOCAL_INV, mw->rkey), 0);
-	expect_b_local(&s, 7, IBV_WC_LOCAL_INV, IBV_WC_LOC_QP_OP_ERR);
+	mw = bound_type1(&s, state, MR_RIGHTS, IBV_ACCESS_REMOTE_WRITE);
+	local_inv(&s, mw->rkey, IBV_WC_LOC_QP_OP_ERR);
 	rc_wait_state(s.env->b.qp, IBV_QPS_ERR);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
+}
+
+/* B posts a 64-byte receive (wr_id 9); A sends len bytes (wr_id 5) invalidating key. */
+static void send_with_inv(struct scene *s, uint32_t len, uint32_t key)
+{
+	struct ibv_sge rs = { .addr = (uintptr_t)s->b->p, .length = 64, .lkey = s->bmr->lkey };
+	struct ibv_sge ss = { .addr = (uintptr_t)s->a->p, .length = len, .lkey = s->amr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = key };
+	struct ibv_send_wr *bad;
+
+	rc_post_recv(s->env->b.qp, 9, &rs, 1);
+	assert_int_equal(ibv_post_send(s->env->a.qp, &wr, &bad), 0);
 }
 
 /* A's SEND_WITH_INV names B's window: B's receive says so, and the key is dead. */
@@ -513,25 +494,11 @@ static void test_type2_remote_invalidate_then_refused(void **state)
 {
 	struct scene s;
 	struct ibv_mw *mw;
-	struct ibv_sge rs, ss;
-	struct ibv_send_wr wr, *bad;
 	struct ibv_wc wc;
 	uint32_t rkey;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	rkey = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
-	rs = (struct ibv_sge){ .addr = (uintptr_t)s.b->p, .length = 64, .lkey = s.bmr->lkey };
-	rc_post_recv(s.env->b.qp, 9, &rs, 1);
-	ss = (struct ibv_sge){ .addr = (uintptr_t)s.a->p, .length = 24, .lkey = s.amr->lkey };
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 5;
-	wr.sg_list = &ss;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_INV;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.invalidate_rkey = rkey;
-	assert_int_equal(ibv_post_send(s.env->a.qp, &wr, &bad), 0);
+	rkey = bound_type2(&s, state, &mw);
+	send_with_inv(&s, 24, rkey);
 	rc_expect_wc(s.env->a.scq, 5, IBV_WC_SUCCESS, &wc);
 	assert_int_equal(wc.opcode, IBV_WC_SEND);
 	rc_expect_wc(s.env->b.rcq, 9, IBV_WC_SUCCESS, &wc);
@@ -550,21 +517,9 @@ static void test_type2_remote_invalidate_then_refused(void **state)
 static void test_send_with_inv_bad_key(void **state)
 {
 	struct scene s;
-	struct ibv_sge rs, ss;
-	struct ibv_send_wr wr, *bad;
 
 	scene_init(&s, state, MR_RIGHTS);
-	rs = (struct ibv_sge){ .addr = (uintptr_t)s.b->p, .length = 64, .lkey = s.bmr->lkey };
-	rc_post_recv(s.env->b.qp, 9, &rs, 1);
-	ss = (struct ibv_sge){ .addr = (uintptr_t)s.a->p, .length = 8, .lkey = s.amr->lkey };
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 5;
-	wr.sg_list = &ss;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_INV;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.invalidate_rkey = s.bmr->rkey;	/* an MR's key: MRs are not invalidated */
-	assert_int_equal(ibv_post_send(s.env->a.qp, &wr, &bad), 0);
+	send_with_inv(&s, 8, s.bmr->rkey);	/* an MR's key: MRs are not invalidated */
 	rc_expect_wc(s.env->a.scq, 5, IBV_WC_REM_INV_REQ_ERR, NULL);
 	rc_expect_wc(s.env->b.rcq, 9, IBV_WC_REM_INV_REQ_ERR, NULL);
 	rc_wait_state(s.env->b.qp, IBV_QPS_ERR);
@@ -583,9 +538,7 @@ static void test_type2_other_qp_refused(void **state)
 	struct ibv_mw *mw;
 	uint32_t rkey;
 
-	scene_init(&s, state, MR_RIGHTS);
-	mw = alloc_mw(&s, IBV_MW_TYPE_2);
-	rkey = bind2(&s, mw, s.win, WIN_LEN, IBV_ACCESS_REMOTE_WRITE);
+	rkey = bound_type2(&s, state, &mw);
 	rc_default_opts(&o);
 	rc_create_end(s.env, &o, &c);
 	rc_create_end(s.env, &o, &d);
@@ -665,9 +618,7 @@ static void test_wr_api_bind_and_local_invalidate(void **state)
 	ibv_wr_bind_mw(qpx, mw, rkey, &info);
 	assert_int_equal(ibv_wr_complete(qpx), 0);
 	expect_b_local(&s, 0xb2, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
-	write_via(&s, 1, rkey, s.win + 8, 8, IBV_WC_SUCCESS);
-	expect_b_written(&s, s.win + 8, 8);
-	rc_fill(s.b->p, s.b->cap, B_SEED);
+	write_lands(&s, 1, rkey, s.win + 8, 8);
 
 	ibv_wr_start(qpx);
 	qpx->wr_id = 7;
@@ -679,37 +630,29 @@ static void test_wr_api_bind_and_local_invalidate(void **state)
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
+#define T(name)								\
+	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		T(device_advertises_windows),
-		T(alloc_and_dealloc),
-		T(unbound_window_refused),
-		T(type1_access_inside_window),
-		T(type1_below_window_refused),
-		T(type1_past_window_refused),
-		T(window_lacks_right_refused),
-		T(window_grants_more_than_mr),
-		T(bind_needs_mw_bind_on_mr),
-		T(bind_outside_mr_fails),
-		T(writable_window_needs_local_write),
-		T(type1_rebind_kills_old_key),
-		T(type1_zero_length_bind_unbinds),
-		T(dealloc_kills_key),
-		T(dereg_mr_kills_window),
-		T(window_key_is_no_lkey),
-		T(type2_bind_access_local_invalidate),
-		T(type2_local_invalidate_then_refused),
-		T(type2_rebind_after_invalidate),
-		T(type2_bind_takes_low_key_bits),
-		T(local_invalidate_of_type1_fails),
-		T(type2_remote_invalidate_then_refused),
-		T(send_with_inv_bad_key),
-		T(type2_other_qp_refused),
-		T(wr_api_bind_and_local_invalidate),
-	};
+	struct case_list l = { 0 };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	case_add(&l, T(device_advertises_windows));
+	case_add(&l, T(alloc_and_dealloc));
+	case_add(&l, T(type1_access_inside_window));
+	case_add(&l, T(window_grants_more_than_mr));
+	CASE_TABLE(&l, run_refusal, rc_setup, rc_teardown, refusals);
+	CASE_TABLE(&l, run_bind_error, rc_setup, rc_teardown, bind_errors);
+	case_add(&l, T(type1_rebind_kills_old_key));
+	case_add(&l, T(window_key_is_no_lkey));
+	case_add(&l, T(type2_bind_access_local_invalidate));
+	case_add(&l, T(type2_local_invalidate_then_refused));
+	case_add(&l, T(type2_rebind_after_invalidate));
+	case_add(&l, T(type2_bind_takes_low_key_bits));
+	case_add(&l, T(local_invalidate_of_type1_fails));
+	case_add(&l, T(type2_remote_invalidate_then_refused));
+	case_add(&l, T(send_with_inv_bad_key));
+	case_add(&l, T(type2_other_qp_refused));
+	case_add(&l, T(wr_api_bind_and_local_invalidate));
+	return case_run(&l);
 }

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "case_table.h"
 #include "rc_fixture.h"
 
 #define NO_EVENT	((enum ibv_event_type)-1)
@@ -284,8 +285,17 @@ enum refusal {
 	MISALIGNED_OOB,		/* rows 8 and 9: row 8 is tested first */
 };
 
-static void run_refusal(void **state, enum ibv_wr_opcode op, enum refusal k)
+struct refusal_case {
+	const char *name;
+	enum ibv_wr_opcode op;
+	enum refusal k;
+};
+
+static void run_refusal(void **state)
 {
+	const struct refusal_case *c = ((struct rc_env *)*state)->param;
+	enum ibv_wr_opcode op = c->op;
+	enum refusal k = c->k;
 	bool atomic = is_atomic(op), imm = op == IBV_WR_RDMA_WRITE_WITH_IMM;
 	int b_access = RC_ACCESS_ALL;
 	enum ibv_wc_status want = IBV_WC_REM_ACCESS_ERR;
@@ -354,90 +364,107 @@ static void run_refusal(void **state, enum ibv_wr_opcode op, enum refusal k)
 	expect_refused(&s, &req, want, event, recv_first);
 }
 
-#define REFUSAL_TEST(name, op, k)					\
-	static void test_##name(void **state)				\
-	{								\
-		run_refusal(state, op, k);				\
-	}
+static const struct refusal_case refusals[] = {
+	{ "test_write_qp_lacks_remote_write", IBV_WR_RDMA_WRITE, QP_NO_RIGHT },
+	{ "test_write_bad_rkey", IBV_WR_RDMA_WRITE, BAD_RKEY },
+	{ "test_write_deregistered_mr", IBV_WR_RDMA_WRITE, DEREGISTERED },
+	{ "test_write_mr_of_other_pd", IBV_WR_RDMA_WRITE, OTHER_PD },
+	{ "test_write_mr_lacks_remote_write", IBV_WR_RDMA_WRITE, MR_NO_RIGHT },
+	{ "test_write_out_of_bounds_below", IBV_WR_RDMA_WRITE, OOB_BELOW },
+	{ "test_write_out_of_bounds_above", IBV_WR_RDMA_WRITE, OOB_ABOVE },
+	{ "test_write_range_past_2_64", IBV_WR_RDMA_WRITE, WRAP_END },
+	{ "test_write_range_wrapping_to_0", IBV_WR_RDMA_WRITE, WRAP_START },
 
-REFUSAL_TEST(write_qp_lacks_remote_write, IBV_WR_RDMA_WRITE, QP_NO_RIGHT)
-REFUSAL_TEST(write_bad_rkey, IBV_WR_RDMA_WRITE, BAD_RKEY)
-REFUSAL_TEST(write_deregistered_mr, IBV_WR_RDMA_WRITE, DEREGISTERED)
-REFUSAL_TEST(write_mr_of_other_pd, IBV_WR_RDMA_WRITE, OTHER_PD)
-REFUSAL_TEST(write_mr_lacks_remote_write, IBV_WR_RDMA_WRITE, MR_NO_RIGHT)
-REFUSAL_TEST(write_out_of_bounds_below, IBV_WR_RDMA_WRITE, OOB_BELOW)
-REFUSAL_TEST(write_out_of_bounds_above, IBV_WR_RDMA_WRITE, OOB_ABOVE)
-REFUSAL_TEST(write_range_past_2_64, IBV_WR_RDMA_WRITE, WRAP_END)
-REFUSAL_TEST(write_range_wrapping_to_0, IBV_WR_RDMA_WRITE, WRAP_START)
+	{ "test_read_qp_lacks_remote_read", IBV_WR_RDMA_READ, QP_NO_RIGHT },
+	{ "test_read_bad_rkey", IBV_WR_RDMA_READ, BAD_RKEY },
+	{ "test_read_deregistered_mr", IBV_WR_RDMA_READ, DEREGISTERED },
+	{ "test_read_mr_of_other_pd", IBV_WR_RDMA_READ, OTHER_PD },
+	{ "test_read_mr_lacks_remote_read", IBV_WR_RDMA_READ, MR_NO_RIGHT },
+	{ "test_read_out_of_bounds_below", IBV_WR_RDMA_READ, OOB_BELOW },
+	{ "test_read_out_of_bounds_above", IBV_WR_RDMA_READ, OOB_ABOVE },
+	{ "test_read_range_past_2_64", IBV_WR_RDMA_READ, WRAP_END },
+	{ "test_read_range_wrapping_to_0", IBV_WR_RDMA_READ, WRAP_START },
 
-REFUSAL_TEST(read_qp_lacks_remote_read, IBV_WR_RDMA_READ, QP_NO_RIGHT)
-REFUSAL_TEST(read_bad_rkey, IBV_WR_RDMA_READ, BAD_RKEY)
-REFUSAL_TEST(read_deregistered_mr, IBV_WR_RDMA_READ, DEREGISTERED)
-REFUSAL_TEST(read_mr_of_other_pd, IBV_WR_RDMA_READ, OTHER_PD)
-REFUSAL_TEST(read_mr_lacks_remote_read, IBV_WR_RDMA_READ, MR_NO_RIGHT)
-REFUSAL_TEST(read_out_of_bounds_below, IBV_WR_RDMA_READ, OOB_BELOW)
-REFUSAL_TEST(read_out_of_bounds_above, IBV_WR_RDMA_READ, OOB_ABOVE)
-REFUSAL_TEST(read_range_past_2_64, IBV_WR_RDMA_READ, WRAP_END)
-REFUSAL_TEST(read_range_wrapping_to_0, IBV_WR_RDMA_READ, WRAP_START)
+	{ "test_cas_qp_lacks_remote_atomic", IBV_WR_ATOMIC_CMP_AND_SWP, QP_NO_RIGHT },
+	{ "test_cas_bad_rkey", IBV_WR_ATOMIC_CMP_AND_SWP, BAD_RKEY },
+	{ "test_cas_deregistered_mr", IBV_WR_ATOMIC_CMP_AND_SWP, DEREGISTERED },
+	{ "test_cas_mr_of_other_pd", IBV_WR_ATOMIC_CMP_AND_SWP, OTHER_PD },
+	{ "test_cas_mr_lacks_remote_atomic", IBV_WR_ATOMIC_CMP_AND_SWP, MR_NO_RIGHT },
+	{ "test_cas_out_of_bounds_below", IBV_WR_ATOMIC_CMP_AND_SWP, OOB_BELOW },
+	{ "test_cas_out_of_bounds_above", IBV_WR_ATOMIC_CMP_AND_SWP, OOB_ABOVE },
+	{ "test_cas_range_past_2_64", IBV_WR_ATOMIC_CMP_AND_SWP, WRAP_END },
+	{ "test_cas_range_wrapping_to_0", IBV_WR_ATOMIC_CMP_AND_SWP, WRAP_START },
+	{ "test_cas_misaligned", IBV_WR_ATOMIC_CMP_AND_SWP, MISALIGNED },
+	{ "test_cas_misaligned_and_out_of_bounds", IBV_WR_ATOMIC_CMP_AND_SWP, MISALIGNED_OOB },
 
-REFUSAL_TEST(cas_qp_lacks_remote_atomic, IBV_WR_ATOMIC_CMP_AND_SWP, QP_NO_RIGHT)
-REFUSAL_TEST(cas_bad_rkey, IBV_WR_ATOMIC_CMP_AND_SWP, BAD_RKEY)
-REFUSAL_TEST(cas_deregistered_mr, IBV_WR_ATOMIC_CMP_AND_SWP, DEREGISTERED)
-REFUSAL_TEST(cas_mr_of_other_pd, IBV_WR_ATOMIC_CMP_AND_SWP, OTHER_PD)
-REFUSAL_TEST(cas_mr_lacks_remote_atomic, IBV_WR_ATOMIC_CMP_AND_SWP, MR_NO_RIGHT)
-REFUSAL_TEST(cas_out_of_bounds_below, IBV_WR_ATOMIC_CMP_AND_SWP, OOB_BELOW)
-REFUSAL_TEST(cas_out_of_bounds_above, IBV_WR_ATOMIC_CMP_AND_SWP, OOB_ABOVE)
-REFUSAL_TEST(cas_range_past_2_64, IBV_WR_ATOMIC_CMP_AND_SWP, WRAP_END)
-REFUSAL_TEST(cas_range_wrapping_to_0, IBV_WR_ATOMIC_CMP_AND_SWP, WRAP_START)
-REFUSAL_TEST(cas_misaligned, IBV_WR_ATOMIC_CMP_AND_SWP, MISALIGNED)
-REFUSAL_TEST(cas_misaligned_and_out_of_bounds, IBV_WR_ATOMIC_CMP_AND_SWP, MISALIGNED_OOB)
+	{ "test_fadd_qp_lacks_remote_atomic", IBV_WR_ATOMIC_FETCH_AND_ADD, QP_NO_RIGHT },
+	{ "test_fadd_bad_rkey", IBV_WR_ATOMIC_FETCH_AND_ADD, BAD_RKEY },
+	{ "test_fadd_deregistered_mr", IBV_WR_ATOMIC_FETCH_AND_ADD, DEREGISTERED },
+	{ "test_fadd_mr_of_other_pd", IBV_WR_ATOMIC_FETCH_AND_ADD, OTHER_PD },
+	{ "test_fadd_mr_lacks_remote_atomic", IBV_WR_ATOMIC_FETCH_AND_ADD, MR_NO_RIGHT },
+	{ "test_fadd_out_of_bounds_below", IBV_WR_ATOMIC_FETCH_AND_ADD, OOB_BELOW },
+	{ "test_fadd_out_of_bounds_above", IBV_WR_ATOMIC_FETCH_AND_ADD, OOB_ABOVE },
+	{ "test_fadd_range_past_2_64", IBV_WR_ATOMIC_FETCH_AND_ADD, WRAP_END },
+	{ "test_fadd_range_wrapping_to_0", IBV_WR_ATOMIC_FETCH_AND_ADD, WRAP_START },
+	{ "test_fadd_misaligned", IBV_WR_ATOMIC_FETCH_AND_ADD, MISALIGNED },
+	{ "test_fadd_misaligned_and_out_of_bounds", IBV_WR_ATOMIC_FETCH_AND_ADD, MISALIGNED_OOB },
 
-REFUSAL_TEST(fadd_qp_lacks_remote_atomic, IBV_WR_ATOMIC_FETCH_AND_ADD, QP_NO_RIGHT)
-REFUSAL_TEST(fadd_bad_rkey, IBV_WR_ATOMIC_FETCH_AND_ADD, BAD_RKEY)
-REFUSAL_TEST(fadd_deregistered_mr, IBV_WR_ATOMIC_FETCH_AND_ADD, DEREGISTERED)
-REFUSAL_TEST(fadd_mr_of_other_pd, IBV_WR_ATOMIC_FETCH_AND_ADD, OTHER_PD)
-REFUSAL_TEST(fadd_mr_lacks_remote_atomic, IBV_WR_ATOMIC_FETCH_AND_ADD, MR_NO_RIGHT)
-REFUSAL_TEST(fadd_out_of_bounds_below, IBV_WR_ATOMIC_FETCH_AND_ADD, OOB_BELOW)
-REFUSAL_TEST(fadd_out_of_bounds_above, IBV_WR_ATOMIC_FETCH_AND_ADD, OOB_ABOVE)
-REFUSAL_TEST(fadd_range_past_2_64, IBV_WR_ATOMIC_FETCH_AND_ADD, WRAP_END)
-REFUSAL_TEST(fadd_range_wrapping_to_0, IBV_WR_ATOMIC_FETCH_AND_ADD, WRAP_START)
-REFUSAL_TEST(fadd_misaligned, IBV_WR_ATOMIC_FETCH_AND_ADD, MISALIGNED)
-REFUSAL_TEST(fadd_misaligned_and_out_of_bounds, IBV_WR_ATOMIC_FETCH_AND_ADD, MISALIGNED_OOB)
+	{ "test_write_imm_qp_lacks_remote_write", IBV_WR_RDMA_WRITE_WITH_IMM, QP_NO_RIGHT },
+	{ "test_write_imm_bad_rkey", IBV_WR_RDMA_WRITE_WITH_IMM, BAD_RKEY },
+	{ "test_write_imm_deregistered_mr", IBV_WR_RDMA_WRITE_WITH_IMM, DEREGISTERED },
+	{ "test_write_imm_mr_of_other_pd", IBV_WR_RDMA_WRITE_WITH_IMM, OTHER_PD },
+	{ "test_write_imm_mr_lacks_remote_write", IBV_WR_RDMA_WRITE_WITH_IMM, MR_NO_RIGHT },
+	{ "test_write_imm_out_of_bounds_below", IBV_WR_RDMA_WRITE_WITH_IMM, OOB_BELOW },
+	{ "test_write_imm_out_of_bounds_above", IBV_WR_RDMA_WRITE_WITH_IMM, OOB_ABOVE },
+	{ "test_write_imm_range_past_2_64", IBV_WR_RDMA_WRITE_WITH_IMM, WRAP_END },
+	{ "test_write_imm_range_wrapping_to_0", IBV_WR_RDMA_WRITE_WITH_IMM, WRAP_START },
+};
 
-REFUSAL_TEST(write_imm_qp_lacks_remote_write, IBV_WR_RDMA_WRITE_WITH_IMM, QP_NO_RIGHT)
-REFUSAL_TEST(write_imm_bad_rkey, IBV_WR_RDMA_WRITE_WITH_IMM, BAD_RKEY)
-REFUSAL_TEST(write_imm_deregistered_mr, IBV_WR_RDMA_WRITE_WITH_IMM, DEREGISTERED)
-REFUSAL_TEST(write_imm_mr_of_other_pd, IBV_WR_RDMA_WRITE_WITH_IMM, OTHER_PD)
-REFUSAL_TEST(write_imm_mr_lacks_remote_write, IBV_WR_RDMA_WRITE_WITH_IMM, MR_NO_RIGHT)
-REFUSAL_TEST(write_imm_out_of_bounds_below, IBV_WR_RDMA_WRITE_WITH_IMM, OOB_BELOW)
-REFUSAL_TEST(write_imm_out_of_bounds_above, IBV_WR_RDMA_WRITE_WITH_IMM, OOB_ABOVE)
-REFUSAL_TEST(write_imm_range_past_2_64, IBV_WR_RDMA_WRITE_WITH_IMM, WRAP_END)
-REFUSAL_TEST(write_imm_range_wrapping_to_0, IBV_WR_RDMA_WRITE_WITH_IMM, WRAP_START)
+/* ---- Zero length: row 3, and row 1 before it ---- */
+
+struct zero_length_case {
+	const char *name;
+	enum ibv_wr_opcode op;
+	enum ibv_wc_opcode opcode;	/* of A's completion, when the request succeeds */
+};
 
 /* Row 1 comes before row 3: even a zero-length request needs the QP's right (as rxe). */
-static void zero_length_without_qp_right(void **state, enum ibv_wr_opcode op)
-{
-	struct op_req req;
-	struct scene s;
+static const struct zero_length_case zero_length_without_right[] = {
+	{ "test_write_zero_length_qp_lacks_remote_write", IBV_WR_RDMA_WRITE, 0 },
+	{ "test_read_zero_length_qp_lacks_remote_read", IBV_WR_RDMA_READ, 0 },
+};
 
-	scene_init(&s, state, RC_ACCESS_ALL & ~right_needed(op), 7);
-	req = default_req(&s, op);
+/* Row 3: zero length succeeds without a key lookup. */
+static const struct zero_length_case zero_length_garbage[] = {
+	{ "test_write_zero_length_garbage_rkey_succeeds", IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE },
+	{ "test_read_zero_length_garbage_rkey_succeeds", IBV_WR_RDMA_READ, IBV_WC_RDMA_READ },
+	{ "test_write_imm_zero_length_garbage_rkey_succeeds", IBV_WR_RDMA_WRITE_WITH_IMM,
+	  IBV_WC_RDMA_WRITE },
+};
+
+/* A request of no bytes, with a garbage key and address. */
+static struct op_req zero_length_req(const struct scene *s, enum ibv_wr_opcode op)
+{
+	struct op_req req = default_req(s, op);
+
 	req.num_sge = 0;
 	req.len = 0;
 	req.rkey = GARBAGE_RKEY;
 	req.raddr = GARBAGE_VA;
+	return req;
+}
+
+static void run_zero_length_without_right(void **state)
+{
+	const struct zero_length_case *c = ((struct rc_env *)*state)->param;
+	enum ibv_wr_opcode op = c->op;
+	struct op_req req;
+	struct scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL & ~right_needed(op), 7);
+	req = zero_length_req(&s, op);
 	expect_refused(&s, &req, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR,
 		       IBV_WC_WR_FLUSH_ERR);
-}
-
-static void test_write_zero_length_qp_lacks_remote_write(void **state)
-{
-	zero_length_without_qp_right(state, IBV_WR_RDMA_WRITE);
-}
-
-static void test_read_zero_length_qp_lacks_remote_read(void **state)
-{
-	zero_length_without_qp_right(state, IBV_WR_RDMA_READ);
 }
 
 /*
@@ -461,23 +488,17 @@ static void test_write_imm_bad_rkey_without_receive_is_rnr(void **state)
 	expect_untouched(&s);
 }
 
-/* ---- Row 3: zero length succeeds without a key lookup ---- */
-
-static void zero_length_garbage_rkey(void **state, enum ibv_wr_opcode op,
-				     enum ibv_wc_opcode opcode)
+static void run_zero_length_garbage(void **state)
 {
+	const struct zero_length_case *c = ((struct rc_env *)*state)->param;
 	struct op_req req;
 	struct scene s;
 
 	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, op);
-	req.num_sge = 0;
-	req.len = 0;
-	req.rkey = GARBAGE_RKEY;
-	req.raddr = GARBAGE_VA;
+	req = zero_length_req(&s, c->op);
 	post_two_recvs(&s);
-	expect_done(&s, &req, opcode);
-	if (op == IBV_WR_RDMA_WRITE_WITH_IMM) {
+	expect_done(&s, &req, c->opcode);
+	if (c->op == IBV_WR_RDMA_WRITE_WITH_IMM) {
 		struct ibv_wc wc;
 
 		rc_expect_wc(s.env->b.rcq, 100, IBV_WC_SUCCESS, &wc);
@@ -490,48 +511,45 @@ static void zero_length_garbage_rkey(void **state, enum ibv_wr_opcode op,
 	expect_untouched(&s);
 }
 
-static void test_write_zero_length_garbage_rkey_succeeds(void **state)
-{
-	zero_length_garbage_rkey(state, IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE);
-}
-
-static void test_read_zero_length_garbage_rkey_succeeds(void **state)
-{
-	zero_length_garbage_rkey(state, IBV_WR_RDMA_READ, IBV_WC_RDMA_READ);
-}
-
-static void test_write_imm_zero_length_garbage_rkey_succeeds(void **state)
-{
-	zero_length_garbage_rkey(state, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE);
-}
-
 /* ---- Allowed: placed exactly, nothing around it touched ---- */
 
-static void test_write_allowed_placed_exactly(void **state)
+/* A WRITE or READ at region offset off, of len bytes (0: the whole page). */
+struct allowed_case {
+	const char *name;
+	enum ibv_wr_opcode op;
+	size_t off;
+	uint32_t len;
+	bool source_checked;	/* the side the data came from is checked unchanged too */
+};
+
+static const struct allowed_case allowed[] = {
+	{ "test_write_allowed_placed_exactly", IBV_WR_RDMA_WRITE, 13, 1000, true },
+	{ "test_write_whole_region_up_to_both_bounds", IBV_WR_RDMA_WRITE, 0, 0, false },
+	{ "test_read_allowed_placed_exactly", IBV_WR_RDMA_READ, 13, 1000, true },
+	{ "test_read_whole_region_up_to_both_bounds", IBV_WR_RDMA_READ, 0, 0, true },
+};
+
+static void run_allowed(void **state)
 {
+	const struct allowed_case *c = ((struct rc_env *)*state)->param;
 	struct op_req req;
 	struct scene s;
 
 	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_WRITE);
-	req.raddr = (uintptr_t)s.region + 13;
-	req.len = 1000;
-	expect_done(&s, &req, IBV_WC_RDMA_WRITE);
-	expect_remote(&s, 13, s.lbuf->p, 1000);
-	rc_expect_pattern(s.lbuf->p, s.lbuf->cap, LOCAL_SEED, "A's memory");
-}
-
-static void test_write_whole_region_up_to_both_bounds(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_WRITE);
-	req.raddr = (uintptr_t)s.region;
-	req.len = (uint32_t)s.page;
-	expect_done(&s, &req, IBV_WC_RDMA_WRITE);
-	expect_remote(&s, 0, s.lbuf->p, s.page);
+	req = default_req(&s, c->op);
+	req.raddr = (uintptr_t)s.region + c->off;
+	req.len = c->len ? c->len : (uint32_t)s.page;
+	if (c->op == IBV_WR_RDMA_WRITE) {
+		expect_done(&s, &req, IBV_WC_RDMA_WRITE);
+		expect_remote(&s, c->off, s.lbuf->p, req.len);
+		if (c->source_checked)
+			rc_expect_pattern(s.lbuf->p, s.lbuf->cap, LOCAL_SEED, "A's memory");
+	} else {
+		expect_done(&s, &req, IBV_WC_RDMA_READ);
+		expect_local(&s, s.region + c->off, req.len);
+		if (c->source_checked)
+			rc_expect_pattern(s.rbuf->p, s.rbuf->cap, REMOTE_SEED, "B's memory");
+	}
 }
 
 static void test_write_at_high_iova_placed_exactly(void **state)
@@ -549,34 +567,6 @@ static void test_write_at_high_iova_placed_exactly(void **state)
 	req.len = 32;
 	expect_done(&s, &req, IBV_WC_RDMA_WRITE);
 	expect_remote(&s, s.page - 32, s.lbuf->p, 32);
-}
-
-static void test_read_allowed_placed_exactly(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_READ);
-	req.raddr = (uintptr_t)s.region + 13;
-	req.len = 1000;
-	expect_done(&s, &req, IBV_WC_RDMA_READ);
-	expect_local(&s, s.region + 13, 1000);
-	rc_expect_pattern(s.rbuf->p, s.rbuf->cap, REMOTE_SEED, "B's memory");
-}
-
-static void test_read_whole_region_up_to_both_bounds(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_READ);
-	req.raddr = (uintptr_t)s.region;
-	req.len = (uint32_t)s.page;
-	expect_done(&s, &req, IBV_WC_RDMA_READ);
-	expect_local(&s, s.region, s.page);
-	rc_expect_pattern(s.rbuf->p, s.rbuf->cap, REMOTE_SEED, "B's memory");
 }
 
 static void test_cas_allowed_at_region_start(void **state)
@@ -658,90 +648,61 @@ static void expect_local_refusal(struct scene *s, const struct op_req *req,
 	rc_expect_no_async(env, 0);
 }
 
-static void test_write_bad_lkey_checked_before_rkey(void **state)
+enum local_spoil {
+	LKEY_AND_RKEY,		/* both keys wrong: the lkey is checked first */
+	LKEY,			/* the lkey's tag is wrong */
+	LKEY_OF_OTHER_PD,	/* A's page registered again, in pd2 */
+	SOURCE_PAST_MR,		/* the last 8 bytes of A's MR and 8 past it (the guard page) */
+	LKEY_NO_LOCAL_WRITE,	/* A's page registered again without LOCAL_WRITE */
+};
+
+struct local_case {
+	const char *name;
+	enum ibv_wr_opcode op;
+	enum local_spoil spoil;
+};
+
+static const struct local_case local_refusals[] = {
+	{ "test_write_bad_lkey_checked_before_rkey", IBV_WR_RDMA_WRITE, LKEY_AND_RKEY },
+	{ "test_write_imm_bad_lkey_checked_before_rkey", IBV_WR_RDMA_WRITE_WITH_IMM,
+	  LKEY_AND_RKEY },
+	{ "test_send_bad_lkey", IBV_WR_SEND, LKEY },
+	{ "test_write_source_mr_of_other_pd", IBV_WR_RDMA_WRITE, LKEY_OF_OTHER_PD },
+	{ "test_write_source_out_of_bounds", IBV_WR_RDMA_WRITE, SOURCE_PAST_MR },
+	{ "test_read_target_bad_lkey", IBV_WR_RDMA_READ, LKEY },
+	{ "test_read_target_lacks_local_write", IBV_WR_RDMA_READ, LKEY_NO_LOCAL_WRITE },
+};
+
+/* The request refused locally; the follow-up is a READ after a READ, else a WRITE. */
+static void run_local_refusal(void **state)
 {
+	const struct local_case *c = ((struct rc_env *)*state)->param;
 	struct op_req req;
 	struct scene s;
 
 	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_WRITE);
-	req.lkey ^= 1;
-	req.rkey ^= 1;	/* would be REM_ACCESS_ERR if it were looked at first */
-	expect_local_refusal(&s, &req, IBV_WR_RDMA_WRITE);
-	expect_untouched(&s);
-}
-
-static void test_write_imm_bad_lkey_checked_before_rkey(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_WRITE_WITH_IMM);
-	req.lkey ^= 1;
-	req.rkey ^= 1;
-	expect_local_refusal(&s, &req, IBV_WR_RDMA_WRITE);
-	expect_untouched(&s);
-}
-
-static void test_send_bad_lkey(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_SEND);
-	req.lkey ^= 1;
-	expect_local_refusal(&s, &req, IBV_WR_RDMA_WRITE);
-	expect_untouched(&s);
-}
-
-static void test_write_source_mr_of_other_pd(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_WRITE);
-	req.lkey = rc_reg(s.env, s.env->pd2, s.lbuf->p, s.page, IBV_ACCESS_LOCAL_WRITE)->lkey;
-	expect_local_refusal(&s, &req, IBV_WR_RDMA_WRITE);
-	expect_untouched(&s);
-}
-
-static void test_write_source_out_of_bounds(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_WRITE);
-	/* The last 8 bytes of A's MR and 8 past it (the guard page). */
-	req.laddr = (uintptr_t)s.lbuf->p + s.page - 8;
-	expect_local_refusal(&s, &req, IBV_WR_RDMA_WRITE);
-	expect_untouched(&s);
-}
-
-static void test_read_target_bad_lkey(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_READ);
-	req.lkey ^= 1;
-	expect_local_refusal(&s, &req, IBV_WR_RDMA_READ);
-	expect_untouched(&s);
-}
-
-static void test_read_target_lacks_local_write(void **state)
-{
-	struct op_req req;
-	struct scene s;
-
-	scene_init(&s, state, RC_ACCESS_ALL, 7);
-	req = default_req(&s, IBV_WR_RDMA_READ);
-	req.lkey = rc_reg(s.env, s.env->pd, s.lbuf->p, s.page, 0)->lkey;
-	expect_local_refusal(&s, &req, IBV_WR_RDMA_READ);
+	req = default_req(&s, c->op);
+	switch (c->spoil) {
+	case LKEY_AND_RKEY:
+		req.lkey ^= 1;
+		req.rkey ^= 1;	/* would be REM_ACCESS_ERR if it were looked at first */
+		break;
+	case LKEY:
+		req.lkey ^= 1;
+		break;
+	case LKEY_OF_OTHER_PD:
+		req.lkey = rc_reg(s.env, s.env->pd2, s.lbuf->p, s.page,
+				  IBV_ACCESS_LOCAL_WRITE)->lkey;
+		break;
+	case SOURCE_PAST_MR:
+		req.laddr = (uintptr_t)s.lbuf->p + s.page - 8;
+		break;
+	case LKEY_NO_LOCAL_WRITE:
+		req.lkey = rc_reg(s.env, s.env->pd, s.lbuf->p, s.page, 0)->lkey;
+		break;
+	}
+	expect_local_refusal(&s, &req, c->op == IBV_WR_RDMA_READ ? IBV_WR_RDMA_READ :
+				       IBV_WR_RDMA_WRITE);
 	expect_untouched(&s);
 }
 
@@ -829,92 +790,26 @@ static void test_zero_length_sges_with_garbage_lkey_skipped(void **state)
 	rc_expect_no_async(s.env, 0);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
+#define T(name)								\
+	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
+#define TABLE(run, rows) CASE_TABLE(&l, run, rc_setup, rc_teardown, rows)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		T(write_allowed_placed_exactly),
-		T(write_whole_region_up_to_both_bounds),
-		T(write_at_high_iova_placed_exactly),
-		T(read_allowed_placed_exactly),
-		T(read_whole_region_up_to_both_bounds),
-		T(cas_allowed_at_region_start),
-		T(fadd_allowed_at_region_end),
-		T(write_imm_allowed_placed_exactly),
+	struct case_list l = { 0 };
 
-		T(write_zero_length_garbage_rkey_succeeds),
-		T(read_zero_length_garbage_rkey_succeeds),
-		T(write_imm_zero_length_garbage_rkey_succeeds),
-		T(write_zero_length_qp_lacks_remote_write),
-		T(read_zero_length_qp_lacks_remote_read),
-
-		T(write_qp_lacks_remote_write),
-		T(write_bad_rkey),
-		T(write_deregistered_mr),
-		T(write_mr_of_other_pd),
-		T(write_mr_lacks_remote_write),
-		T(write_out_of_bounds_below),
-		T(write_out_of_bounds_above),
-		T(write_range_past_2_64),
-		T(write_range_wrapping_to_0),
-
-		T(read_qp_lacks_remote_read),
-		T(read_bad_rkey),
-		T(read_deregistered_mr),
-		T(read_mr_of_other_pd),
-		T(read_mr_lacks_remote_read),
-		T(read_out_of_bounds_below),
-		T(read_out_of_bounds_above),
-		T(read_range_past_2_64),
-		T(read_range_wrapping_to_0),
-
-		T(cas_qp_lacks_remote_atomic),
-		T(cas_bad_rkey),
-		T(cas_deregistered_mr),
-		T(cas_mr_of_other_pd),
-		T(cas_mr_lacks_remote_atomic),
-		T(cas_out_of_bounds_below),
-		T(cas_out_of_bounds_above),
-		T(cas_range_past_2_64),
-		T(cas_range_wrapping_to_0),
-		T(cas_misaligned),
-		T(cas_misaligned_and_out_of_bounds),
-
-		T(fadd_qp_lacks_remote_atomic),
-		T(fadd_bad_rkey),
-		T(fadd_deregistered_mr),
-		T(fadd_mr_of_other_pd),
-		T(fadd_mr_lacks_remote_atomic),
-		T(fadd_out_of_bounds_below),
-		T(fadd_out_of_bounds_above),
-		T(fadd_range_past_2_64),
-		T(fadd_range_wrapping_to_0),
-		T(fadd_misaligned),
-		T(fadd_misaligned_and_out_of_bounds),
-
-		T(write_imm_qp_lacks_remote_write),
-		T(write_imm_bad_rkey),
-		T(write_imm_deregistered_mr),
-		T(write_imm_mr_of_other_pd),
-		T(write_imm_mr_lacks_remote_write),
-		T(write_imm_out_of_bounds_below),
-		T(write_imm_out_of_bounds_above),
-		T(write_imm_range_past_2_64),
-		T(write_imm_range_wrapping_to_0),
-		T(write_imm_bad_rkey_without_receive_is_rnr),
-
-		T(write_bad_lkey_checked_before_rkey),
-		T(write_imm_bad_lkey_checked_before_rkey),
-		T(send_bad_lkey),
-		T(write_source_mr_of_other_pd),
-		T(write_source_out_of_bounds),
-		T(read_target_bad_lkey),
-		T(read_target_lacks_local_write),
-		T(atomic_result_bad_lkey),
-		T(receive_bad_lkey),
-		T(zero_length_sges_with_garbage_lkey_skipped),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	TABLE(run_allowed, allowed);
+	case_add(&l, T(write_at_high_iova_placed_exactly));
+	case_add(&l, T(cas_allowed_at_region_start));
+	case_add(&l, T(fadd_allowed_at_region_end));
+	case_add(&l, T(write_imm_allowed_placed_exactly));
+	TABLE(run_zero_length_garbage, zero_length_garbage);
+	TABLE(run_zero_length_without_right, zero_length_without_right);
+	TABLE(run_refusal, refusals);
+	case_add(&l, T(write_imm_bad_rkey_without_receive_is_rnr));
+	TABLE(run_local_refusal, local_refusals);
+	case_add(&l, T(atomic_result_bad_lkey));
+	case_add(&l, T(receive_bad_lkey));
+	case_add(&l, T(zero_length_sges_with_garbage_lkey_skipped));
+	return case_run(&l);
 }

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "case_table.h"
 #include "rc_fixture.h"
 
 #define A_SEED	0x17
@@ -40,14 +41,21 @@ static void bufs_init(struct bufs *m, struct rc_env *env, size_t len)
 	rc_fill(m->b->p, m->b->cap, B_SEED);
 }
 
-/* A pair with default options and one page of memory on each side. */
-static struct rc_env *pair_with_bufs(void **state, struct bufs *m)
+/* A pair made with oa and ob (NULL: the defaults) and one page of memory on each side. */
+static struct rc_env *pair_with_opts(void **state, struct bufs *m, const struct rc_qp_opts *oa,
+				     const struct rc_qp_opts *ob)
 {
 	struct rc_env *env = *state;
 
-	rc_pair(env, NULL, NULL);
+	rc_pair(env, oa, ob);
 	bufs_init(m, env, env->page);
 	return env;
+}
+
+/* A pair with default options and one page of memory on each side. */
+static struct rc_env *pair_with_bufs(void **state, struct bufs *m)
+{
+	return pair_with_opts(state, m, NULL, NULL);
 }
 
 static int post_send(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
@@ -190,32 +198,57 @@ static void test_inline_send_takes_data_at_post(void **state)
 	expect_b(&m, 0, orig, sizeof(orig));
 }
 
+/* Three pieces of a buffer: offset and length of each. */
+struct pieces {
+	size_t off[3];
+	uint32_t len[3];
+};
+
+/* The pieces of base (registered in mr) as three SGEs. */
+static void sges_of(struct ibv_sge sge[3], uint8_t *base, const struct ibv_mr *mr,
+		    const struct pieces *p)
+{
+	for (int i = 0; i < 3; i++)
+		sge[i] = rc_sge(base + p->off[i], p->len[i], mr);
+}
+
+/* The pieces' bytes of base, one after the other, into flat. */
+static void gather(uint8_t *flat, const uint8_t *base, const struct pieces *p)
+{
+	for (int i = 0; i < 3; i++) {
+		memcpy(flat, base + p->off[i], p->len[i]);
+		flat += p->len[i];
+	}
+}
+
+/* n bytes of flat spread over the pieces of base in order, as a scatter list fills them. */
+static void scatter(uint8_t *base, const struct pieces *p, const uint8_t *flat, size_t n)
+{
+	for (int i = 0; i < 3 && n; i++) {
+		size_t k = n < p->len[i] ? n : p->len[i];
+
+		memcpy(base + p->off[i], flat, k);
+		flat += k;
+		n -= k;
+	}
+}
+
 static void test_multi_sge_send_and_receive(void **state)
 {
+	static const struct pieces send = { { 0, 100, 1000 }, { 5, 100, 37 } };
+	static const struct pieces recv = { { 0, 500, 1000 }, { 50, 60, 100 } };
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge ss[3] = {
-		rc_sge(m.a->p + 0, 5, m.amr),
-		rc_sge(m.a->p + 100, 100, m.amr),
-		rc_sge(m.a->p + 1000, 37, m.amr),
-	};
-	struct ibv_sge rs[3] = {
-		rc_sge(m.b->p + 0, 50, m.bmr),
-		rc_sge(m.b->p + 500, 60, m.bmr),
-		rc_sge(m.b->p + 1000, 100, m.bmr),
-	};
+	struct ibv_sge ss[3], rs[3];
 	uint8_t msg[142], *want = malloc(m.b->cap);
 	struct ibv_wc wc;
 
 	assert_non_null(want);
-
-	memcpy(msg, m.a->p, 5);
-	memcpy(msg + 5, m.a->p + 100, 100);
-	memcpy(msg + 105, m.a->p + 1000, 37);
+	sges_of(ss, m.a->p, m.amr, &send);
+	sges_of(rs, m.b->p, m.bmr, &recv);
+	gather(msg, m.a->p, &send);
 	rc_fill(want, m.b->cap, B_SEED);
-	memcpy(want, msg, 50);
-	memcpy(want + 500, msg + 50, 60);
-	memcpy(want + 1000, msg + 110, 32);	/* the last SGE is filled only in part */
+	scatter(want, &recv, msg, sizeof(msg));	/* the last SGE is filled only in part */
 
 	rc_post_recv(env->b.qp, 1, rs, 3);
 	assert_int_equal(post_send(env->a.qp, 2, IBV_WR_SEND, ss, 3, IBV_SEND_SIGNALED), 0);
@@ -229,18 +262,14 @@ static void test_multi_sge_send_and_receive(void **state)
 
 static void test_write_gathers_multiple_sges(void **state)
 {
+	static const struct pieces src = { { 7, 3000, 64 }, { 9, 1, 90 } };
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge ss[3] = {
-		rc_sge(m.a->p + 7, 9, m.amr),
-		rc_sge(m.a->p + 3000, 1, m.amr),
-		rc_sge(m.a->p + 64, 90, m.amr),
-	};
+	struct ibv_sge ss[3];
 	uint8_t want[100];
 
-	memcpy(want, m.a->p + 7, 9);
-	memcpy(want + 9, m.a->p + 3000, 1);
-	memcpy(want + 10, m.a->p + 64, 90);
+	sges_of(ss, m.a->p, m.amr, &src);
+	gather(want, m.a->p, &src);
 	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, ss, 3,
 				      (uintptr_t)m.b->p + 333, m.bmr->rkey), 0);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
@@ -249,21 +278,17 @@ static void test_write_gathers_multiple_sges(void **state)
 
 static void test_read_scatters_into_multiple_sges(void **state)
 {
+	static const struct pieces dst = { { 0, 200, 400 }, { 100, 50, 150 } };
 	struct bufs m;
 	struct rc_env *env = pair_with_bufs(state, &m);
-	struct ibv_sge ls[3] = {
-		rc_sge(m.a->p + 0, 100, m.amr),
-		rc_sge(m.a->p + 200, 50, m.amr),
-		rc_sge(m.a->p + 400, 150, m.amr),
-	};
+	struct ibv_sge ls[3];
 	uint8_t *want = malloc(m.a->cap);
 	struct ibv_wc wc;
 
 	assert_non_null(want);
+	sges_of(ls, m.a->p, m.amr, &dst);
 	rc_fill(want, m.a->cap, A_SEED);
-	memcpy(want, m.b->p + 1000, 100);
-	memcpy(want + 200, m.b->p + 1100, 50);
-	memcpy(want + 400, m.b->p + 1150, 150);
+	scatter(want, &dst, m.b->p + 1000, 300);
 	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_READ, ls, 3,
 				      (uintptr_t)m.b->p + 1000, m.bmr->rkey), 0);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, &wc);
@@ -294,41 +319,45 @@ static uint64_t word_at(const uint8_t *p)
 	return v;
 }
 
-static void test_cas_success_returns_original(void **state)
+/* One atomic on B's word at off; A gets the original word back either way. */
+struct atomic_case {
+	const char *name;
+	enum ibv_wr_opcode op;
+	size_t off;
+	uint64_t operand;	/* what a CAS swaps in, what a FETCH_ADD adds */
+	bool compare_fails;	/* a CAS compares with the original + 1: B keeps its word */
+};
+
+static const struct atomic_case atomics[] = {
+	{ "test_cas_success_returns_original", IBV_WR_ATOMIC_CMP_AND_SWP, 64,
+	  0xfeedfacecafebeefull, false },
+	{ "test_cas_failure_returns_original_and_leaves_memory", IBV_WR_ATOMIC_CMP_AND_SWP, 64,
+	  0x1111111111111111ull, true },
+	{ "test_fadd_returns_original_and_adds", IBV_WR_ATOMIC_FETCH_AND_ADD, 128,
+	  0x8000000000000001ull, false },
+};
+
+static void run_atomic(void **state)
 {
+	const struct atomic_case *c = ((struct rc_env *)*state)->param;
 	struct bufs m;
-	struct rc_env *env = pair_with_bufs(state, &m);
-	uint64_t orig = word_at(m.b->p + 64), swap = 0xfeedfacecafebeefull;
+	uint64_t orig, after;
 
-	(void)env;
-	atomic(&m, IBV_WR_ATOMIC_CMP_AND_SWP, 64, orig, swap, IBV_WC_COMP_SWAP);
+	pair_with_bufs(state, &m);
+	orig = word_at(m.b->p + c->off);
+	if (c->op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		after = orig + c->operand;
+		atomic(&m, c->op, c->off, c->operand, 0, IBV_WC_FETCH_ADD);
+	} else {
+		after = c->operand;
+		atomic(&m, c->op, c->off, c->compare_fails ? orig + 1 : orig, c->operand,
+		       IBV_WC_COMP_SWAP);
+	}
 	assert_int_equal(word_at(m.a->p + 16), orig);
-	expect_b(&m, 64, &swap, 8);
-}
-
-static void test_cas_failure_returns_original_and_leaves_memory(void **state)
-{
-	struct bufs m;
-	struct rc_env *env = pair_with_bufs(state, &m);
-	uint64_t orig = word_at(m.b->p + 64);
-
-	(void)env;
-	atomic(&m, IBV_WR_ATOMIC_CMP_AND_SWP, 64, orig + 1, 0x1111111111111111ull,
-	       IBV_WC_COMP_SWAP);
-	assert_int_equal(word_at(m.a->p + 16), orig);
-	rc_expect_pattern(m.b->p, m.b->cap, B_SEED, "B's memory");
-}
-
-static void test_fadd_returns_original_and_adds(void **state)
-{
-	struct bufs m;
-	struct rc_env *env = pair_with_bufs(state, &m);
-	uint64_t orig = word_at(m.b->p + 128), sum = orig + 0x8000000000000001ull;
-
-	(void)env;
-	atomic(&m, IBV_WR_ATOMIC_FETCH_AND_ADD, 128, 0x8000000000000001ull, 0, IBV_WC_FETCH_ADD);
-	assert_int_equal(word_at(m.a->p + 16), orig);
-	expect_b(&m, 128, &sum, 8);
+	if (c->compare_fails)
+		rc_expect_pattern(m.b->p, m.b->cap, B_SEED, "B's memory");
+	else
+		expect_b(&m, c->off, &after, 8);
 }
 
 /* Three unsignaled WRITEs and a signaled one: one completion, all four placed. */
@@ -373,8 +402,7 @@ static void test_sq_sig_all_signals_every_wr(void **state)
 
 	rc_default_opts(&oa);
 	oa.sq_sig_all = 1;
-	rc_pair(env, &oa, NULL);
-	bufs_init(&m, env, env->page);
+	pair_with_opts(state, &m, &oa, NULL);
 	ss = rc_sge(m.a->p, 8, m.amr);
 	for (uint64_t i = 0; i < 3; i++) {
 		struct ibv_send_wr wr = {
@@ -422,8 +450,7 @@ static void test_rnr_retry_0_exceeded(void **state)
 
 	rc_default_opts(&oa);
 	oa.rnr_retry = 0;
-	rc_pair(env, &oa, NULL);
-	bufs_init(&m, env, env->page);
+	pair_with_opts(state, &m, &oa, NULL);
 	ss = rc_sge(m.a->p, 64, m.amr);
 	assert_int_equal(post_send(env->a.qp, 1, IBV_WR_SEND, &ss, 1, IBV_SEND_SIGNALED), 0);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_RNR_RETRY_EXC_ERR, NULL);
@@ -453,10 +480,21 @@ static void test_rnr_retry_7_waits_for_late_receive(void **state)
 	assert_int_equal(rc_state(env->b.qp), IBV_QPS_RTS);
 }
 
+struct credit_case {
+	const char *name;
+	bool with_atomics;	/* every other WR a FETCH_ADD, else all READs */
+};
+
+static const struct credit_case one_credit[] = {
+	{ "test_max_rd_atomic_1_many_reads_complete", false },
+	{ "test_max_rd_atomic_1_reads_and_atomics_complete", true },
+};
+
 /* With one READ/atomic credit, 32 of them posted at once still all complete, in order. */
-static void many_read_atomic_one_credit(void **state, bool with_atomics)
+static void run_one_credit(void **state)
 {
 	struct rc_env *env = *state;
+	bool with_atomics = ((const struct credit_case *)env->param)->with_atomics;
 	struct rc_qp_opts oa;
 	struct ibv_send_wr wr[32], *bad;
 	struct ibv_sge sge[32];
@@ -466,8 +504,7 @@ static void many_read_atomic_one_credit(void **state, bool with_atomics)
 
 	rc_default_opts(&oa);
 	oa.max_rd_atomic = 1;
-	rc_pair(env, &oa, NULL);
-	bufs_init(&m, env, env->page);
+	pair_with_opts(state, &m, &oa, NULL);
 	for (int i = 0; i < 32; i++) {
 		bool fadd = with_atomics && (i & 1);
 
@@ -505,16 +542,6 @@ static void many_read_atomic_one_credit(void **state, bool with_atomics)
 		}
 	}
 	assert_int_equal(rc_state(env->a.qp), IBV_QPS_RTS);
-}
-
-static void test_max_rd_atomic_1_many_reads_complete(void **state)
-{
-	many_read_atomic_one_credit(state, false);
-}
-
-static void test_max_rd_atomic_1_reads_and_atomics_complete(void **state)
-{
-	many_read_atomic_one_credit(state, true);
 }
 
 static void test_flush_after_modify_to_err(void **state)
@@ -578,8 +605,7 @@ static void test_completion_channel_wakes_on_completion(void **state)
 
 	rc_default_opts(&oa);
 	oa.use_channel = true;
-	rc_pair(env, &oa, NULL);
-	bufs_init(&m, env, env->page);
+	pair_with_opts(state, &m, &oa, NULL);
 	ss = rc_sge(m.a->p, 8, m.amr);
 
 	/* Not armed: a completion raises no event. */
@@ -610,8 +636,7 @@ static void test_solicited_arm_ignores_unsolicited_receive(void **state)
 
 	rc_default_opts(&ob);
 	ob.use_channel = true;
-	rc_pair(env, NULL, &ob);
-	bufs_init(&m, env, env->page);
+	pair_with_opts(state, &m, NULL, &ob);
 	rs = rc_sge(m.b->p, 64, m.bmr);
 	ss = rc_sge(m.a->p, 16, m.amr);
 	rc_post_recv(env->b.qp, 1, &rs, 1);
@@ -642,8 +667,7 @@ static void test_cq_overrun_raises_cq_err(void **state)
 
 	rc_default_opts(&oa);
 	oa.cqe = 2;
-	rc_pair(env, &oa, NULL);
-	bufs_init(&m, env, env->page);
+	pair_with_opts(state, &m, &oa, NULL);
 	assert_int_equal(env->a.scq->cqe, 2);
 	ss = rc_sge(m.a->p, 8, m.amr);
 	for (uint64_t i = 0; i < 4; i++)
@@ -689,35 +713,32 @@ static void test_1mib_write_and_read(void **state)
 	rc_expect_pattern(back->p, len, 0x77, "A's memory after the READ");
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
+#define T(name)								\
+	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		T(send_recv_byte_len_and_data),
-		T(zero_length_send_into_empty_receive),
-		T(send_with_imm),
-		T(write_with_imm),
-		T(inline_send_takes_data_at_post),
-		T(multi_sge_send_and_receive),
-		T(write_gathers_multiple_sges),
-		T(read_scatters_into_multiple_sges),
-		T(cas_success_returns_original),
-		T(cas_failure_returns_original_and_leaves_memory),
-		T(fadd_returns_original_and_adds),
-		T(unsignaled_covered_by_signaled),
-		T(sq_sig_all_signals_every_wr),
-		T(too_small_receive),
-		T(rnr_retry_0_exceeded),
-		T(rnr_retry_7_waits_for_late_receive),
-		T(max_rd_atomic_1_many_reads_complete),
-		T(max_rd_atomic_1_reads_and_atomics_complete),
-		T(flush_after_modify_to_err),
-		T(completion_channel_wakes_on_completion),
-		T(solicited_arm_ignores_unsolicited_receive),
-		T(cq_overrun_raises_cq_err),
-		T(1mib_write_and_read),
-	};
+	struct case_list l = { 0 };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	case_add(&l, T(send_recv_byte_len_and_data));
+	case_add(&l, T(zero_length_send_into_empty_receive));
+	case_add(&l, T(send_with_imm));
+	case_add(&l, T(write_with_imm));
+	case_add(&l, T(inline_send_takes_data_at_post));
+	case_add(&l, T(multi_sge_send_and_receive));
+	case_add(&l, T(write_gathers_multiple_sges));
+	case_add(&l, T(read_scatters_into_multiple_sges));
+	CASE_TABLE(&l, run_atomic, rc_setup, rc_teardown, atomics);
+	case_add(&l, T(unsignaled_covered_by_signaled));
+	case_add(&l, T(sq_sig_all_signals_every_wr));
+	case_add(&l, T(too_small_receive));
+	case_add(&l, T(rnr_retry_0_exceeded));
+	case_add(&l, T(rnr_retry_7_waits_for_late_receive));
+	CASE_TABLE(&l, run_one_credit, rc_setup, rc_teardown, one_credit);
+	case_add(&l, T(flush_after_modify_to_err));
+	case_add(&l, T(completion_channel_wakes_on_completion));
+	case_add(&l, T(solicited_arm_ignores_unsolicited_receive));
+	case_add(&l, T(cq_overrun_raises_cq_err));
+	case_add(&l, T(1mib_write_and_read));
+	return case_run(&l);
 }

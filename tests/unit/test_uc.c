@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "case_table.h"
 #include "rc_fixture.h"
 
 #define A_SEED	0x29
@@ -28,53 +29,6 @@ struct scene {
 	struct ibv_mr *amr, *bmr;	/* every right */
 };
 
-static void create_uc_end(struct rc_env *env, struct rc_end *end, struct ibv_srq *srq)
-{
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_UC,
-		.srq = srq,
-		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 2,
-			 .max_recv_sge = 2, .max_inline_data = 64 },
-	};
-
-	end->scq = ibv_create_cq(env->ctx, 128, NULL, NULL, 0);
-	end->rcq = ibv_create_cq(env->ctx, 128, NULL, NULL, 0);
-	assert_non_null(end->scq);
-	assert_non_null(end->rcq);
-	init.send_cq = end->scq;
-	init.recv_cq = end->rcq;
-	end->qp = ibv_create_qp(env->pd, &init);
-	assert_non_null(end->qp);
-}
-
-/* The kernel's required masks for UC: no RNR timer, no read/atomic budget, no retries. */
-static void connect_uc(struct rc_env *env, struct ibv_qp *qp, uint32_t dest_qpn, int access)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = access,
-	};
-
-	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = IBV_MTU_1024;
-	attr.dest_qp_num = dest_qpn;
-	attr.rq_psn = 0x123;
-	attr.ah_attr.is_global = 1;
-	attr.ah_attr.port_num = 1;
-	attr.ah_attr.grh.dgid = env->gid;
-	attr.ah_attr.grh.hop_limit = 1;
-	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = 0x456;
-	assert_int_equal(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-}
-
 /* env->a and env->b, UC, connected; B's QP grants b_access. */
 static void scene_init(struct scene *s, void **state, int b_access)
 {
@@ -82,10 +36,10 @@ static void scene_init(struct scene *s, void **state, int b_access)
 
 	memset(s, 0, sizeof(*s));
 	s->env = env;
-	create_uc_end(env, &env->a, NULL);
-	create_uc_end(env, &env->b, NULL);
-	connect_uc(env, env->a.qp, env->b.qp->qp_num, RC_ACCESS_ALL);
-	connect_uc(env, env->b.qp, env->a.qp->qp_num, b_access);
+	rc_create_uc_end(env, &env->a, NULL);
+	rc_create_uc_end(env, &env->b, NULL);
+	rc_connect_uc(env, env->a.qp, env->b.qp->qp_num, RC_ACCESS_ALL);
+	rc_connect_uc(env, env->b.qp, env->a.qp->qp_num, b_access);
 	s->a = rc_alloc(env, env->page);
 	s->b = rc_alloc(env, env->page);
 	s->amr = rc_reg(env, env->pd, s->a->p, s->a->cap, RC_ACCESS_ALL);
@@ -94,21 +48,11 @@ static void scene_init(struct scene *s, void **state, int b_access)
 	rc_fill(s->b->p, s->b->cap, B_SEED);
 }
 
+/* One signaled WR of one SGE, carrying IMM. */
 static int post(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = sge,
-		.num_sge = 1,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.imm_data = htonl(IMM),
-		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
-	};
-	struct ibv_send_wr *bad = NULL;
-
-	return ibv_post_send(qp, &wr, &bad);
+	return rc_post_rdma_imm(qp, wr_id, op, sge, 1, raddr, rkey, htonl(IMM));
 }
 
 /* B's memory: the pattern, except want[0, n) at offset off. */
@@ -220,9 +164,28 @@ static void test_send_and_send_with_imm(void **state)
 
 enum spoil { BAD_KEY, OUT_OF_BOUNDS, REGION_LACKS_WRITE, OTHER_PD, QP_LACKS_WRITE };
 
+struct dropped_case {
+	const char *name;
+	enum spoil how;
+	enum ibv_wr_opcode op;
+};
+
+static const struct dropped_case dropped[] = {
+	{ "test_write_bad_rkey_dropped", BAD_KEY, IBV_WR_RDMA_WRITE },
+	{ "test_write_out_of_bounds_dropped", OUT_OF_BOUNDS, IBV_WR_RDMA_WRITE },
+	{ "test_write_region_lacks_right_dropped", REGION_LACKS_WRITE, IBV_WR_RDMA_WRITE },
+	{ "test_write_other_pd_dropped", OTHER_PD, IBV_WR_RDMA_WRITE },
+	{ "test_write_qp_lacks_right_dropped", QP_LACKS_WRITE, IBV_WR_RDMA_WRITE },
+	{ "test_write_with_imm_bad_rkey_dropped_receive_kept", BAD_KEY,
+	  IBV_WR_RDMA_WRITE_WITH_IMM },
+};
+
 /* A WRITE B cannot place: A completes it successfully, B drops it and carries on. */
-static void dropped_write(void **state, enum spoil how, enum ibv_wr_opcode op)
+static void run_dropped(void **state)
 {
+	const struct dropped_case *c = ((struct rc_env *)*state)->param;
+	enum spoil how = c->how;
+	enum ibv_wr_opcode op = c->op;
 	struct scene s;
 	struct ibv_sge ss, rs;
 	uint64_t raddr;
@@ -265,36 +228,6 @@ static void dropped_write(void **state, enum spoil how, enum ibv_wr_opcode op)
 	assert_int_equal(rc_state(s.env->b.qp), IBV_QPS_RTS);
 	rc_expect_no_wc(s.env->b.rcq, RC_QUIET_MS);
 	rc_expect_no_async(s.env, 0);
-}
-
-static void test_write_bad_rkey_dropped(void **state)
-{
-	dropped_write(state, BAD_KEY, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_out_of_bounds_dropped(void **state)
-{
-	dropped_write(state, OUT_OF_BOUNDS, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_region_lacks_right_dropped(void **state)
-{
-	dropped_write(state, REGION_LACKS_WRITE, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_other_pd_dropped(void **state)
-{
-	dropped_write(state, OTHER_PD, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_qp_lacks_right_dropped(void **state)
-{
-	dropped_write(state, QP_LACKS_WRITE, IBV_WR_RDMA_WRITE);
-}
-
-static void test_write_with_imm_bad_rkey_dropped_receive_kept(void **state)
-{
-	dropped_write(state, BAD_KEY, IBV_WR_RDMA_WRITE_WITH_IMM);
 }
 
 static void test_send_without_receive_dropped(void **state)
@@ -422,10 +355,10 @@ static void test_uc_on_srq(void **state)
 
 	assert_non_null(srq);
 	rc_fill(a->p, a->cap, A_SEED);
-	create_uc_end(env, &env->a, NULL);
-	create_uc_end(env, &env->b, srq);
-	connect_uc(env, env->a.qp, env->b.qp->qp_num, RC_ACCESS_ALL);
-	connect_uc(env, env->b.qp, env->a.qp->qp_num, RC_ACCESS_ALL);
+	rc_create_uc_end(env, &env->a, NULL);
+	rc_create_uc_end(env, &env->b, srq);
+	rc_connect_uc(env, env->a.qp, env->b.qp->qp_num, RC_ACCESS_ALL);
+	rc_connect_uc(env, env->b.qp, env->a.qp->qp_num, RC_ACCESS_ALL);
 	assert_int_equal(ibv_post_srq_recv(srq, &rwr, &rbad), 0);
 	assert_int_equal(post(env->a.qp, 1, IBV_WR_SEND, &ss, 0, 0), 0);
 	rc_expect_wc(env->b.rcq, 3, IBV_WC_SUCCESS, &wc);
@@ -436,27 +369,22 @@ static void test_uc_on_srq(void **state)
 	assert_int_equal(ibv_destroy_srq(srq), 0);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
+#define T(name)								\
+	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		T(write_places_exact_bytes),
-		T(write_with_imm_consumes_a_receive),
-		T(send_and_send_with_imm),
-		T(write_bad_rkey_dropped),
-		T(write_out_of_bounds_dropped),
-		T(write_region_lacks_right_dropped),
-		T(write_other_pd_dropped),
-		T(write_qp_lacks_right_dropped),
-		T(write_with_imm_bad_rkey_dropped_receive_kept),
-		T(send_without_receive_dropped),
-		T(send_too_large_dropped_receive_kept),
-		T(read_atomics_send_inv_refused_at_post),
-		T(peer_gone_sends_still_complete),
-		T(local_key_error_completes_in_error),
-		T(uc_on_srq),
-	};
+	struct case_list l = { 0 };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	case_add(&l, T(write_places_exact_bytes));
+	case_add(&l, T(write_with_imm_consumes_a_receive));
+	case_add(&l, T(send_and_send_with_imm));
+	CASE_TABLE(&l, run_dropped, rc_setup, rc_teardown, dropped);
+	case_add(&l, T(send_without_receive_dropped));
+	case_add(&l, T(send_too_large_dropped_receive_kept));
+	case_add(&l, T(read_atomics_send_inv_refused_at_post));
+	case_add(&l, T(peer_gone_sends_still_complete));
+	case_add(&l, T(local_key_error_completes_in_error));
+	case_add(&l, T(uc_on_srq));
+	return case_run(&l);
 }

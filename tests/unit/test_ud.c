@@ -228,6 +228,53 @@ static void test_reply_through_ah_from_wc(void **state)
 	scene_destroy(&s);
 }
 
+/*
+ * A RoCE v2 UD receive says in wc.sl which L3 header the GRH area holds, as mlx5 does
+ * (its CQE's packet type: 2 IPv4, 1 IPv6): UCX's ud_verbs finds the DGID by it, in the
+ * last 4 bytes for IPv4 and the last 16 for IPv6, and drops a packet whose DGID is not
+ * one of the port's GIDs.
+ */
+static void expect_network_header(struct ud_scene *s, uint8_t sgid_index,
+				  const union ibv_gid *dgid, uint8_t l3_type)
+{
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct ibv_wc wc;
+	uint8_t *grh = s->b.buf->p;
+
+	assert_int_equal(ibv_destroy_ah(s->ah), 0);
+	ah_attr.grh.dgid = *dgid;
+	ah_attr.grh.sgid_index = sgid_index;
+	s->ah = ibv_create_ah(s->env->pd, &ah_attr);
+	assert_non_null(s->ah);
+	post_slot(&s->b, 0, SLOT);
+	send_to(s, &s->a, &s->b, 1, 32, QKEY_A, 6, NULL);
+	rc_expect_wc(s->b.cq, 0, IBV_WC_SUCCESS, &wc);
+	assert_true(wc.wc_flags & IBV_WC_GRH);
+	assert_int_equal(wc.sl, l3_type);
+	if (l3_type == 2) {
+		assert_int_equal(grh[20] >> 4, 4);
+		assert_memory_equal(grh + GRH_LEN - 4, dgid->raw + 12, 4);
+	} else {
+		assert_int_equal(grh[0] >> 4, 6);
+		assert_memory_equal(grh + GRH_LEN - 16, dgid->raw, 16);
+	}
+}
+
+static void test_network_header_type_in_sl(void **state)
+{
+	union ibv_gid v6_loopback = { .raw = { [15] = 1 } }, gid;
+	struct ud_scene s;
+
+	scene_init(&s, state, QKEY_A, QKEY_A);
+	expect_network_header(&s, 0, &s.env->gid, 2);	/* GID 0: ::ffff:127.0.0.1 */
+	/* GID 1 is ::1 where the host has IPv6 on loopback. */
+	if (!ibv_query_gid(s.env->ctx, 1, 1, &gid) && !memcmp(&gid, &v6_loopback, 16))
+		expect_network_header(&s, 1, &v6_loopback, 1);
+	else
+		print_message("no ::1 in the GID table: the IPv6 case is not run\n");
+	scene_destroy(&s);
+}
+
 /* A wrong Q_Key: dropped, counted, and the receive stays posted for the next datagram. */
 static void test_qkey_mismatch_is_dropped_and_counted(void **state)
 {
@@ -333,6 +380,7 @@ int main(void)
 		T(grh_precedes_the_datagram),
 		T(traffic_class_and_hop_limit_carried),
 		T(reply_through_ah_from_wc),
+		T(network_header_type_in_sl),
 		T(qkey_mismatch_is_dropped_and_counted),
 		T(controlled_qkey_sends_the_qps_own),
 		T(no_receive_is_dropped_and_counted),
