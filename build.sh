@@ -16,7 +16,8 @@ packages=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev liburing
 	openmpi-bin libopenmpi-dev mpich libmpich-dev	# test_mpi: both MPIs (on UCX), their mpicc and mpi.h
 	clang-14 libclang-rt-14-dev	# clang: libFuzzer (tests/fuzz)
 	prometheus-node-exporter curl	# test_counters reads the sysfs counters through it
-	mandoc man-db)	# the man pages' lint (test_man_pages)
+	mandoc man-db	# the man pages' lint (test_man_pages)
+	tshark)	# test_pcap decodes captures with it (its wireshark-common has mergecap)
 # Only for the test command: building rdma-core releases (tests/compat), the .deb in a clean
 # root (tests/package).
 test_packages=(ninja-build libnl-3-dev libnl-route-3-dev debian-archive-keyring debootstrap git)

@@ -47,6 +47,8 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS
   "bash, libibverbs1 (>= ${SOFTRDMA_PABI_MIN}), libibverbs1 (<< ${past_last})")
 # ibv_devinfo and the pingpongs, rping and friends, perftest: what `softrdma demo` runs.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ibverbs-utils, rdmacm-utils, perftest, iproute2")
+# softrdma pcap-merge runs mergecap; tshark and Wireshark read the captures.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "tshark, wireshark-common")
 # The libraries' own dependencies (libc, liburing, libibverbs), from dpkg-shlibdeps (which
 # cpack runs through `file`); only when what we linked is the system's (a prefix's
 # rdma-core belongs to no package).

@@ -8,6 +8,7 @@
 
 #include "emu/counters.h"
 #include "emu/internal.h"
+#include "emu/log.h"
 
 static struct send_wqe *wqe_at(struct emu_qp *qp, uint32_t index)
 {
@@ -76,6 +77,11 @@ static enum ibv_wc_status nak_status(uint8_t code)
 static void handle_aeth(struct emu_qp *qp, const struct wire_packet *pkt)
 {
 	uint8_t type = pkt->syndrome & AETH_TYPE_MASK;
+
+	if (type != AETH_ACK)
+		emu_debug("qp 0x%06x received %s (code 0x%02x) psn 0x%06x from qp 0x%06x", qp->qpn,
+			  aeth_syndrome_name(pkt->syndrome), pkt->syndrome, pkt->psn,
+			  qp->attr.dest_qp_num);
 
 	for (uint32_t i = qp->comp.tail; i != qp->req.next; i++) {
 		struct send_wqe *wqe = wqe_at(qp, i);
@@ -226,6 +232,9 @@ static void retry_or_fail(struct emu_qp *qp)
 
 	if (!wqe && qp->req.next == qp->sq.head)
 		return;	/* nothing outstanding any more */
+	emu_debug("qp 0x%06x: no answer from qp 0x%06x in time, %u retries left%s", qp->qpn,
+		  qp->attr.dest_qp_num, qp->comp.retries_left,
+		  qp->comp.retries_left || !qp->attr.timeout ? "" : ": IBV_WC_RETRY_EXC_ERR");
 	if (qp->comp.retries_left == 0 && qp->attr.timeout) {
 		if (!wqe)
 			wqe = wqe_at(qp, qp->req.next);

@@ -23,6 +23,7 @@
 
 #include "emu/counters.h"
 #include "emu/internal.h"
+#include "emu/pcap.h"
 
 #define TX_SEND_CHUNK	(1u << 20)	/* a queued payload goes out at most this much at a time */
 
@@ -318,6 +319,8 @@ int conn_send_batch_unlock(struct conn *c, struct tx_batch *b)
 		pthread_mutex_unlock(&c->tx_lock);
 		return EPIPE;
 	}
+	if (pcap_active)
+		pcap_stream_batch(&c->local, &c->peer, c->qp ? c->qp->qpn : 0, b);
 	if (c->state != CONN_CONNECTING && !c->tx.head) {
 		sent = sendmsg(c->watch.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (sent < 0) {

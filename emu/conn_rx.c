@@ -23,6 +23,7 @@
 
 #include "emu/counters.h"
 #include "emu/internal.h"
+#include "emu/pcap.h"
 
 #define STAGE_SIZE	65536
 #define DIRECT_MIN	16384	/* payloads at least this large bypass the staging buffer */
@@ -134,6 +135,9 @@ static enum rx_step rx_get_hdr(struct conn *c)
 		return RX_STEP_FILL;
 	if (wire_parse(at + 4, frame_len, &rx->pkt))
 		return RX_STEP_PROTOCOL;
+	if (pcap_active)
+		pcap_stream_frame(&c->peer, &c->local, c->qp->qpn, at,
+				  conn_staged(c) < 4ull + frame_len ? conn_staged(c) : 4ull + frame_len);
 	rx->hdr_len = hdr_len;
 	if (rx->pkt.opcode == OP_PEER_MEMORY)
 		return take_peer_memory(c, frame_len);

@@ -19,6 +19,8 @@
 #include "emu/counters.h"
 #include "emu/internal.h"
 #include "emu/limits.h"
+#include "emu/log.h"
+#include "emu/pcap.h"
 
 /* The process's engine: emu_engine_get() starts it, the last emu_engine_put() stops it. */
 static pthread_mutex_t process_engine_lock = PTHREAD_MUTEX_INITIALIZER;	/* process_engine, refs */
@@ -315,6 +317,8 @@ static int engine_start(struct emu_engine **out)
 		goto err_wake;
 	raise_fd_limit();
 	counters_attach();
+	pcap_start();
+	emu_log_init();
 	ret = pthread_create(&e->thread, NULL, engine_main, e);
 	if (ret)
 		goto err_wake;
@@ -376,6 +380,7 @@ void emu_engine_put(struct emu_engine *e)
 	engine_call_sync(e, stop, e);
 	pthread_join(e->thread, NULL);
 	counters_detach();
+	pcap_flush();
 	free_closed(e);
 	e->io->ops->remove(e->io, &e->wake_watch);
 	close(e->wake_fd);

@@ -397,6 +397,8 @@ void completer_acked(struct emu_qp *qp, uint32_t psn);	/* qp->lock held */
 void completer_advance(struct emu_qp *qp);	/* qp->lock held */
 
 /* ud.c: unreliable datagrams over UDP */
+/* The IPv4 header checksum of the 20-byte header at hdr (its checksum field zero). */
+uint16_t ipv4_header_checksum(const uint8_t *hdr);
 void ud_on_datagram(struct io_watch *w, uint32_t revents);	/* engine thread */
 int ud_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
 		 unsigned int *bad);

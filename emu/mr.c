@@ -425,10 +425,26 @@ static bool mem_range_ok(const struct mem_region *mr, uint64_t iova, uint64_t le
  * the region it is bound to must still be registered under the same key and hold the
  * range. On success the caller holds both slots (mr_put() drops both).
  */
+/* For the log: what a refused key named, read while its reference is held. */
+static void describe(struct mem_refusal *why, const struct mem_region *mr)
+{
+	if (!why)
+		return;
+	why->found = true;
+	why->kind = mr->kind;
+	why->iova = mr->iova;
+	why->length = mr->length;
+	why->pd_handle = mr->pd_handle;
+	why->access = mr->access;
+	why->mw_type = mr->mw_type;
+	why->qpn = mr->qpn;
+}
+
 static enum mem_access_result window_lookup(struct mem_table *t, struct mem_region *w,
 					    uint32_t pd_handle, uint32_t qpn, int needed,
 					    uint64_t iova, uint64_t length,
-					    struct mem_region **mr_ref, void **host_ptr)
+					    struct mem_region **mr_ref, void **host_ptr,
+					    struct mem_refusal *why)
 {
 	enum mem_access_result res;
 	struct mem_region *mr = NULL;
@@ -436,7 +452,7 @@ static enum mem_access_result window_lookup(struct mem_table *t, struct mem_regi
 	if (w->pd_handle != pd_handle)
 		res = MEM_ACCESS_PD_MISMATCH;
 	else if (w->mw_type == IBV_MW_TYPE_2 && w->qpn != qpn)
-		res = MEM_ACCESS_BAD_KEY;	/* type 2B: only through the QP it was bound on */
+		res = MEM_ACCESS_MW_QP;		/* type 2B: only through the QP it was bound on */
 	else if ((w->access & needed) != needed)
 		res = MEM_ACCESS_NO_RIGHT;
 	else if (!mem_range_ok(w, iova, length))
@@ -455,6 +471,7 @@ static enum mem_access_result window_lookup(struct mem_table *t, struct mem_regi
 		*host_ptr = (char *)mr->host_addr + (iova - mr->iova);
 		return MEM_ACCESS_OK;
 	}
+	describe(why, mr ? mr : w);	/* the region, if the window's own checks passed */
 	if (mr)
 		mem_put(mr);
 	mem_put(w);
@@ -465,7 +482,8 @@ static enum mem_access_result window_lookup(struct mem_table *t, struct mem_regi
 static enum mem_access_result mem_lookup(struct mem_table *t, uint32_t key,
 					 uint32_t pd_handle, uint32_t qpn, bool remote,
 					 int needed, uint64_t iova, uint64_t length,
-					 struct mem_region **mr_ref, void **host_ptr)
+					 struct mem_region **mr_ref, void **host_ptr,
+					 struct mem_refusal *why)
 {
 	enum mem_access_result res;
 	struct mem_region *mr = mem_get(t, key);
@@ -475,7 +493,7 @@ static enum mem_access_result mem_lookup(struct mem_table *t, uint32_t key,
 	if (mr->kind == MEM_KIND_WINDOW) {
 		if (remote)
 			return window_lookup(t, mr, pd_handle, qpn, needed, iova, length,
-					     mr_ref, host_ptr);
+					     mr_ref, host_ptr, why);
 		res = MEM_ACCESS_BAD_KEY;	/* a window's key is an rkey, never an lkey */
 	} else if (mr->pd_handle != pd_handle) {
 		res = MEM_ACCESS_PD_MISMATCH;
@@ -488,6 +506,7 @@ static enum mem_access_result mem_lookup(struct mem_table *t, uint32_t key,
 		*host_ptr = (char *)mr->host_addr + (iova - mr->iova);
 		return MEM_ACCESS_OK;
 	}
+	describe(why, mr);
 	mem_put(mr);
 	return res;
 }
@@ -499,8 +518,21 @@ enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey
 					      struct mem_region **mr_ref,
 					      void **host_ptr)
 {
+	return mr_check_remote_access_why(t, rkey, qp_pd_handle, qpn, qp_access_flags, needed,
+					  iova, length, mr_ref, host_ptr, NULL);
+}
+
+enum mem_access_result mr_check_remote_access_why(struct mem_table *t, uint32_t rkey,
+						  uint32_t qp_pd_handle, uint32_t qpn,
+						  int qp_access_flags, int needed,
+						  uint64_t iova, uint64_t length,
+						  struct mem_region **mr_ref,
+						  void **host_ptr, struct mem_refusal *why)
+{
 	enum mem_access_result res;
 
+	if (why)
+		why->found = false;
 	*mr_ref = NULL;
 	*host_ptr = NULL;
 
@@ -524,7 +556,7 @@ enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey
 	}
 
 	res = mem_lookup(t, rkey, qp_pd_handle, qpn, true, needed, iova, length, mr_ref,
-			 host_ptr);
+			 host_ptr, why);
 
 	/*
 	 * rxe_mr_do_atomic_op() tests alignment only after the key and range
@@ -533,6 +565,7 @@ enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey
 	 */
 	if (res == MEM_ACCESS_OK && needed == IBV_ACCESS_REMOTE_ATOMIC &&
 	    (iova & (ATOMIC_LENGTH - 1))) {
+		describe(why, *mr_ref);
 		mr_put(*mr_ref);
 		*mr_ref = NULL;
 		*host_ptr = NULL;
@@ -553,7 +586,8 @@ enum mem_access_result mr_check_local_access(struct mem_table *t, uint32_t lkey,
 	/* rxe's copy_data() skips zero-length SGEs without a lookup. */
 	if (!length)
 		return MEM_ACCESS_OK;
-	return mem_lookup(t, lkey, pd_handle, 0, false, needed, addr, length, mr_ref, host_ptr);
+	return mem_lookup(t, lkey, pd_handle, 0, false, needed, addr, length, mr_ref, host_ptr,
+			  NULL);
 }
 
 int mw_alloc(struct mem_table *t, uint32_t pd_handle, enum ibv_mw_type type,
@@ -735,6 +769,7 @@ static const enum ibv_wc_status remote_wc_status[] = {
 	[MEM_ACCESS_MISALIGNED]		= IBV_WC_REM_INV_REQ_ERR,
 	[MEM_ACCESS_QP_NO_RIGHT]	= IBV_WC_REM_INV_REQ_ERR,
 	[MEM_ACCESS_PEER_FAULT]		= IBV_WC_REM_OP_ERR,
+	[MEM_ACCESS_MW_QP]		= IBV_WC_REM_ACCESS_ERR,
 };
 
 /* mr_check_local_access() yields only the first five; the rest never occur. */
@@ -747,7 +782,27 @@ static const enum ibv_wc_status local_wc_status[] = {
 	[MEM_ACCESS_MISALIGNED]		= IBV_WC_LOC_PROT_ERR,
 	[MEM_ACCESS_QP_NO_RIGHT]	= IBV_WC_LOC_PROT_ERR,
 	[MEM_ACCESS_PEER_FAULT]		= IBV_WC_LOC_QP_OP_ERR,
+	[MEM_ACCESS_MW_QP]		= IBV_WC_LOC_PROT_ERR,
 };
+
+static const char *const rule_names[] = {
+	[MEM_ACCESS_OK]			= "none",
+	[MEM_ACCESS_BAD_KEY]		= "wrong key",
+	[MEM_ACCESS_PD_MISMATCH]	= "PD mismatch",
+	[MEM_ACCESS_NO_RIGHT]		= "MR rights",
+	[MEM_ACCESS_OUT_OF_BOUNDS]	= "out of range",
+	[MEM_ACCESS_MISALIGNED]		= "atomic alignment",
+	[MEM_ACCESS_QP_NO_RIGHT]	= "QP rights",
+	[MEM_ACCESS_PEER_FAULT]		= "peer memory gone",
+	[MEM_ACCESS_MW_QP]		= "MW binding",
+};
+
+const char *mem_access_rule(enum mem_access_result r)
+{
+	if ((unsigned int)r >= sizeof(rule_names) / sizeof(rule_names[0]))
+		return "unknown";
+	return rule_names[r];
+}
 
 enum ibv_wc_status mem_access_remote_wc_status(enum mem_access_result r)
 {

@@ -76,6 +76,24 @@ enum mem_access_result {
 	MEM_ACCESS_MISALIGNED,		/* atomic not one aligned 8-byte word */
 	MEM_ACCESS_QP_NO_RIGHT,		/* qp_access_flags lack the right */
 	MEM_ACCESS_PEER_FAULT,		/* same-host path: the requester's memory is gone */
+	MEM_ACCESS_MW_QP,		/* a type 2 window bound through another QP */
+};
+
+/* The name of the rule a result broke, for the log: "wrong key", "out of range", ... */
+const char *mem_access_rule(enum mem_access_result r);
+
+/*
+ * What the key named when a remote access was refused (for the log line, filled only on
+ * failure): the region's or window's range, PD and rights as they were when checked.
+ */
+struct mem_refusal {
+	bool		found;		/* a live region or window had the key */
+	enum mem_kind	kind;
+	uint64_t	iova, length;
+	uint32_t	pd_handle;
+	int		access;
+	uint8_t		mw_type;
+	uint32_t	qpn;		/* type 2 window: the QP it was bound through */
 };
 
 /*
@@ -171,6 +189,13 @@ enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey
 					      uint64_t iova, uint64_t length,
 					      struct mem_region **mr_ref,
 					      void **host_ptr);
+/* The same check, saying into *why (if not NULL) what the key named when it refuses. */
+enum mem_access_result mr_check_remote_access_why(struct mem_table *t, uint32_t rkey,
+						  uint32_t qp_pd_handle, uint32_t qpn,
+						  int qp_access_flags, int needed,
+						  uint64_t iova, uint64_t length,
+						  struct mem_region **mr_ref,
+						  void **host_ptr, struct mem_refusal *why);
 
 /*
  * The same check for a local SGE: needed is 0 for a source (send, write

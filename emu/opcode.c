@@ -206,3 +206,25 @@ unsigned int wire_build(uint8_t *buf, const struct wire_packet *pkt)
 	}
 	return 4 + hdr_len;
 }
+
+const char *aeth_syndrome_name(uint8_t syndrome)
+{
+	static const char *const naks[] = {
+		[NAK_PSN_SEQ_ERR] = "NAK PSN sequence error",
+		[NAK_INVALID_REQUEST] = "NAK invalid request",
+		[NAK_REMOTE_ACCESS] = "NAK remote access error",
+		[NAK_REMOTE_OP] = "NAK remote operational error",
+	};
+	uint8_t value = syndrome & AETH_VALUE_MASK;
+
+	switch (syndrome & AETH_TYPE_MASK) {
+	case AETH_ACK:
+		return "ACK";
+	case AETH_RNR_NAK:
+		return "RNR NAK";
+	case AETH_NAK:
+		return value < sizeof(naks) / sizeof(naks[0]) ? naks[value] : "NAK (reserved code)";
+	default:
+		return "reserved syndrome";
+	}
+}

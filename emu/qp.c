@@ -12,6 +12,7 @@
 
 #include "emu/internal.h"
 #include "emu/limits.h"
+#include "emu/log.h"
 #include "kernel-abi/comp_channel.h"
 
 static int check_cap(struct ibv_qp_cap *cap, bool has_srq)
@@ -239,6 +240,7 @@ static void flush_queues(struct emu_qp *qp)
 {
 	struct ibv_sge sge[EMU_MAX_SGE];
 	struct recv_wqe flushed = { .sge = sge };
+	unsigned int sends = qp->sq.head - qp->comp.tail, recvs = 0;
 
 	while (qp->comp.tail != qp->sq.head) {
 		struct send_wqe *wqe = &qp->sq.wqe[qp->comp.tail % qp->cap.max_send_wr];
@@ -253,11 +255,17 @@ static void flush_queues(struct emu_qp *qp)
 		qp->resp.have_cur_recv = false;
 		qp_complete_recv(qp, &qp->resp.cur_recv, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0,
 				 false);
+		recvs++;
 	}
 	/* An SRQ's WQEs belong to every QP that uses it: they stay for the others. */
-	while (recv_queue_take(&qp->rq, 0, &flushed) == RECV_TAKEN)
+	while (recv_queue_take(&qp->rq, 0, &flushed) == RECV_TAKEN) {
 		qp_complete_recv(qp, &flushed, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0,
 				 false);
+		recvs++;
+	}
+	if (sends || recvs)
+		emu_debug("qp 0x%06x flushed %u send and %u receive WQEs (IBV_WC_WR_FLUSH_ERR)",
+			  qp->qpn, sends, recvs);
 }
 
 /* Into ERR: the async event (if raise and not in ERR already), then every WQE flushed. */
@@ -265,6 +273,9 @@ static void enter_error(struct emu_qp *qp, bool raise, enum ibv_event_type event
 {
 	bool was_error = qp->state == IBV_QPS_ERR;
 
+	if (!was_error)
+		emu_debug("qp 0x%06x goes from %s to ERR%s%s", qp->qpn, emu_qp_state_name(qp->state),
+			  raise ? ", async event " : "", raise ? emu_qp_event_name(event) : "");
 	qp->state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
 	qp->comp.timer_ns = 0;

@@ -6,10 +6,13 @@
  * Outcomes, NAKs and events are those of docs/semantics.md.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "emu/counters.h"
 #include "emu/internal.h"
+#include "emu/log.h"
 
 static bool accepts_requests(const struct emu_qp *qp)
 {
@@ -60,6 +63,10 @@ static void send_aeth(struct emu_qp *qp, struct conn *c, uint8_t syndrome, uint3
 {
 	uint8_t hdr[4 + WIRE_MAX_HDR];
 
+	if ((syndrome & AETH_TYPE_MASK) != AETH_ACK)
+		emu_debug("qp 0x%06x sends %s psn 0x%06x to qp 0x%06x", qp->qpn,
+			  aeth_syndrome_name(syndrome), psn, qp->attr.dest_qp_num);
+
 	respond(qp, c, hdr, build_aeth(qp, hdr, syndrome, psn));
 }
 
@@ -95,22 +102,56 @@ static int needed_right(uint8_t opcode)
 }
 
 /*
+ * The log line of a refused access: the request, the rule it broke, what its key named, and
+ * what the requester is told.
+ */
+static void log_refusal(const struct emu_qp *qp, const struct wire_packet *pkt, uint64_t len,
+			enum mem_access_result r, const struct mem_refusal *why)
+{
+	char qp_rights[80], rights[80], region[160];
+	const char *answer = qp->type == IBV_QPT_UC ? "dropped (UC)" :
+			     aeth_syndrome_name(AETH_NAK | nak_for(r));
+
+	snprintf(region, sizeof(region), "%s", r == MEM_ACCESS_BAD_KEY ?
+		 "no live region or window has this key" : "the key was not looked up");
+	if (why->found && why->kind == MEM_KIND_WINDOW)
+		snprintf(region, sizeof(region),
+			 "window type %u [0x%" PRIx64 ", 0x%" PRIx64 ") pd %u rights %s, bound via qp 0x%06x",
+			 why->mw_type, why->iova, why->iova + why->length, why->pd_handle,
+			 emu_access_names(why->access, rights, sizeof(rights)), why->qpn);
+	else if (why->found)
+		snprintf(region, sizeof(region), "region [0x%" PRIx64 ", 0x%" PRIx64 ") pd %u rights %s",
+			 why->iova, why->iova + why->length, why->pd_handle,
+			 emu_access_names(why->access, rights, sizeof(rights)));
+	emu_debug("qp 0x%06x refused %s psn 0x%06x from qp 0x%06x: rule \"%s\": rkey 0x%08x va 0x%" PRIx64
+		  " len %" PRIu64 "; %s; qp pd %u rights %s; answer %s",
+		  qp->qpn, wire_opcodes[pkt->opcode].name, pkt->psn, qp->attr.dest_qp_num,
+		  mem_access_rule(r), pkt->rkey, pkt->va, len, region, qp->pd_handle,
+		  emu_access_names(qp->attr.qp_access_flags, qp_rights, sizeof(qp_rights)), answer);
+}
+
+/*
  * The one access check (mr_check_remote_access()) as the responder runs it, and where a
- * refusal is counted: whatever the request, and whenever it is checked (a duplicate READ or
+ * refusal is counted and logged: whatever the request, and whenever it is checked (a duplicate READ or
  * atomic is checked when it is answered again), a key the peer guessed wrong shows in
  * resp_remote_access_errors. A request is refused at most once: the checks after the first
  * see a region that was there a moment ago.
  */
-static enum mem_access_result check_access(struct emu_qp *qp, uint32_t rkey, int right,
-					   uint64_t va, uint64_t len, struct mem_region **ref,
+static enum mem_access_result check_access(struct emu_qp *qp, const struct wire_packet *pkt,
+					   int right, uint64_t len, struct mem_region **ref,
 					   void **host)
 {
+	struct mem_refusal why;
 	enum mem_access_result r;
 
-	r = mr_check_remote_access(qp->engine->mem, rkey, qp->pd_handle, qp->qpn,
-				   qp->attr.qp_access_flags, right, va, len, ref, host);
-	if (r != MEM_ACCESS_OK)
+	r = mr_check_remote_access_why(qp->engine->mem, pkt->rkey, qp->pd_handle, qp->qpn,
+				       qp->attr.qp_access_flags, right, pkt->va, len, ref, host,
+				       &why);
+	if (r != MEM_ACCESS_OK) {
 		qp_counter_add(&qp->counters, EMU_CNT_RESP_REMOTE_ACCESS_ERRORS, 1);
+		if (emu_log_on(EMU_LOG_DEBUG))
+			log_refusal(qp, pkt, len, r, &why);
+	}
 	return r;
 }
 
@@ -122,7 +163,7 @@ static enum mem_access_result check_remote(struct emu_qp *qp, const struct wire_
 	enum mem_access_result r;
 	void *host;
 
-	r = check_access(qp, pkt->rkey, needed_right(pkt->opcode), pkt->va, len, &ref, &host);
+	r = check_access(qp, pkt, needed_right(pkt->opcode), len, &ref, &host);
 	if (r == MEM_ACCESS_OK && ref)
 		mr_put(ref);
 	return r;
@@ -272,8 +313,7 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 	void *host = NULL;
 
 	/* Checked again: the region may have gone since the request arrived. */
-	r = check_access(qp, req->rkey, IBV_ACCESS_REMOTE_READ, req->va, req->dma_len, &ref,
-			 &host);
+	r = check_access(qp, req, IBV_ACCESS_REMOTE_READ, req->dma_len, &ref, &host);
 	if (r != MEM_ACCESS_OK) {
 		send_aeth(qp, c, AETH_NAK | nak_for(r), req->psn);
 		qp_fatal(qp, IBV_EVENT_QP_ACCESS_ERR);
@@ -328,8 +368,7 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 	if (resent && atomic_done_before(qp, req->psn, &pkt.orig)) {
 		/* a resent atomic is answered, not redone */
 	} else {
-		r = check_access(qp, req->rkey, IBV_ACCESS_REMOTE_ATOMIC, req->va, 8, &ref,
-				 &host);
+		r = check_access(qp, req, IBV_ACCESS_REMOTE_ATOMIC, 8, &ref, &host);
 		if (r != MEM_ACCESS_OK) {
 			send_aeth(qp, c, AETH_NAK | nak_for(r), req->psn);
 			qp_fatal(qp, nak_for(r) == NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :
@@ -450,6 +489,9 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		break;
 	}
 	if (sink->failure != MEM_ACCESS_OK) {
+		emu_debug("qp 0x%06x refused %s psn 0x%06x mid-message: rule \"%s\" (rkey 0x%08x)",
+			  qp->qpn, wire_opcodes[pkt->opcode].name, pkt->psn,
+			  mem_access_rule(sink->failure), sink->rkey);
 		if (sink->kind == SINK_REMOTE)
 			refuse(qp, nak_for(sink->failure), sink->failure);
 		else

@@ -16,6 +16,7 @@
 #include "emu/counters.h"
 #include "emu/internal.h"
 #include "emu/limits.h"
+#include "emu/pcap.h"
 
 #define GRH_LEN 40
 #define UD_MAX_DATAGRAM (4 + WIRE_MAX_HDR + EMU_PORT_MAX_MSG_UD)
@@ -57,7 +58,7 @@ int ud_socket_open(const struct sockaddr_in6 *addr)
 	return fd;
 }
 
-static uint16_t ipv4_checksum(const uint8_t *hdr)
+uint16_t ipv4_header_checksum(const uint8_t *hdr)
 {
 	uint32_t sum = 0;
 
@@ -115,7 +116,7 @@ static void build_grh(uint8_t grh[GRH_LEN], const struct ud_arrival *a, uint32_t
 		ip[9] = IPPROTO_UDP;
 		memcpy(ip + 12, sgid + 12, 4);
 		memcpy(ip + 16, dgid + 12, 4);
-		csum = ipv4_checksum(ip);
+		csum = ipv4_header_checksum(ip);
 		ip[10] = csum >> 8;
 		ip[11] = csum & 0xff;
 		return;
@@ -263,6 +264,9 @@ void ud_on_datagram(struct io_watch *w, uint32_t revents)
 			counter_add(EMU_CNT_RCV_ERRORS, 1);
 			continue;
 		}
+		if (pcap_active)
+			pcap_datagram(PCAP_IN, arrival.sgid, ntohs(from.sin6_port), arrival.dgid,
+				      sock->owner->port, &(struct iovec){ buf, (size_t)n }, 1);
 		qp = engine_find_qp(sock->owner->engine, pkt.qpn);
 		counter_packet(QP_COUNTERS(qp && qp->type == IBV_QPT_UD ? qp : NULL), EMU_CNT_RCV_DATA,
 			       wire_opcodes[pkt.opcode].hdr_len, pkt.payload_len);
@@ -388,10 +392,14 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send
 	memcpy(&to.sin6_addr, av->dgid, 16);
 	to.sin6_port = htons((uint16_t)(pkt.qpn >> 8));
 	set_control(&msg, &control, av);
-	if (sendmsg(listener_udp_fd(qp->listener, av->sgid), &msg, MSG_DONTWAIT) < 0)
+	if (sendmsg(listener_udp_fd(qp->listener, av->sgid), &msg, MSG_DONTWAIT) < 0) {
 		qp_counter_add(&qp->counters, EMU_CNT_XMIT_DISCARDS, 1);	/* lost, as UD may */
-	else
-		counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, iov[0].iov_len - 4, length);
+		goto out;
+	}
+	counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, iov[0].iov_len - 4, length);
+	if (pcap_active)
+		pcap_datagram(PCAP_OUT, av->sgid, (uint16_t)(qp->qpn >> 8), av->dgid,
+			      ntohs(to.sin6_port), iov, niov);
 out:
 	while (nrefs)
 		mr_put(refs[--nrefs]);

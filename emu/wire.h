@@ -245,6 +245,9 @@ static inline unsigned int wire_frame_header_len(const uint8_t *hdr)
 	return wire_header_len(hdr[0]) + (((uint32_t)hdr[8] << 24) & BTH_ACKED ? 4 : 0);
 }
 
+/* What an AETH syndrome says, for the log: "ACK", "RNR NAK", "NAK remote access error"... */
+const char *aeth_syndrome_name(uint8_t syndrome);
+
 /* Parses BTH + extension headers of a frame whose length word said frame_len: 0 or EPROTO. */
 int wire_parse(const uint8_t *hdr, uint64_t frame_len, struct wire_packet *pkt);
 

@@ -18,6 +18,7 @@
 
 #include "softrdma.h"
 #include "kernel-abi/comp_channel.h"
+#include "emu/log.h"
 #include "emu/qp.h"
 
 struct provider_abi sr_abi;
@@ -209,6 +210,8 @@ __attribute__((constructor)) static void sr_register(void)
 		refuse(why);
 		goto out;
 	}
+	/* Our diagnostics go where every provider's do (NULL: we write VERBS_LOG_FILE). */
+	emu_log_use_verbs_log((emu_verbs_log_fn)dlvsym(lib, "__verbs_log", PABI_SYMVER));
 	sr_abi.register_driver(&sr_device_ops);
 out:
 	/* libibverbs stays loaded: the application linked it. */

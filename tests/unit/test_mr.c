@@ -930,7 +930,8 @@ static void test_type2_window_only_through_its_qp(void **state)
 	assert_int_equal(remote(t, w->rkey, RW, (uintptr_t)buf, 64, NULL), MEM_ACCESS_OK);
 	assert_int_equal(mr_check_remote_access(t, w->rkey, PD, QPN + 1, QP_ALL, RW,
 						(uintptr_t)buf, 8, &ref, &host),
-			 MEM_ACCESS_BAD_KEY);
+			 MEM_ACCESS_MW_QP);
+	assert_int_equal(mem_access_remote_wc_status(MEM_ACCESS_MW_QP), IBV_WC_REM_ACCESS_ERR);
 	/* From the wire only through that QP; locally by any QP of the PD. */
 	assert_int_equal(mw_invalidate(t, w->rkey, PD, true, QPN + 1), EINVAL);
 	assert_int_equal(mw_invalidate(t, w->rkey, OTHER_PD, false, 0), EINVAL);
