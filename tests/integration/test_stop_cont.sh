@@ -1,0 +1,217 @@
+# A peer that is slow is not a peer that is gone (docs/semantics.md, "Liveness: a slow or
+# stopped peer"). The passive (server) side of ib_write_bw, ib_send_lat -e and rping is
+# stopped (SIGSTOP) for 3 s in the middle of its run, as a debugger or a starved machine
+# stops it, then continued: a NIC would have answered for it meanwhile, so both sides end
+# well, with no error completion. Then the same server is killed (SIGKILL) mid-run: its
+# kernel closes its streams, and the client ends in an error within its QP's give-up time.
+#
+# perftest takes no timeout or retry count: its QPs have timeout 14 (4.096 us x 2^14, about
+# 67 ms) and retry_cnt 7, so a NIC gives up after 8 x 67 = 537 ms; rping's, set by the
+# drop-in librdmacm, are the same. Loopback only; each run lasts a few seconds.
+. "$(dirname "$0")/lib.sh"
+
+. "$(dirname "$0")/pairs.sh"
+
+stop_s=3
+# What perftest and rping say of a failed completion (rping's server says "state 10" of every
+# disconnect, the normal end too).
+error_completion='[Cc]ompletion with error|Failed status|completion (failed|error) status|RETRY_EXC'
+give_up_ms=$(( (4096 << 14) * 8 / 1000000 ))	# timeout x (retry_cnt + 1)
+# What a killed peer may take beyond that: the client's own exit, the wrapper's cleanup.
+exit_slack_ms=3000
+stopped_pid=
+at_exit '[ -n "$stopped_pid" ] && kill -CONT "$stopped_pid" 2>/dev/null'
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# is_below PID ROOT: ROOT is PID's parent, grandparent, ...
+is_below() {
+	local p=$1
+	while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+		p=$(ps -o ppid= -p "$p" | tr -d ' ')
+		[ "$p" = "$2" ] && return 0
+	done
+	return 1
+}
+
+# prog_pid ROOT NAME: the process named NAME below ROOT (timeout -> softrdma run -> NAME).
+prog_pid() {
+	local i c
+	for ((i = 0; i < 100; i++)); do
+		for c in $(pgrep -x "$2"); do
+			is_below "$c" "$1" && { echo "$c"; return 0; }
+		done
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_pair SERVER_CMD... -- CLIENT_CMD...: the server under `softrdma run`, then, once it
+# listens on $port, the client, its output line-buffered so that the test sees its progress.
+# Sets spid, cpid (the wrappers) and srv_pid (the server program itself).
+start_pair() {
+	local srv=() cli=() i
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	timeout -k 5 60 "$SOFTRDMA" run -- "${srv[@]}" >"$logs/server" 2>&1 &
+	spid=$!
+	bg_pids=("$spid")
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(ss -ltnH "sport = :$port")" ] && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	srv_pid=$(prog_pid "$spid" "${srv[0]}") || { fail "${srv[*]}: no server process"; return 1; }
+	[ -n "$(ss -ltnH "sport = :$port")" ] || { fail "${srv[*]}: not listening on $port"; return 1; }
+	timeout -k 5 60 "$SOFTRDMA" run -- stdbuf -oL "${cli[@]}" >"$logs/client" 2>&1 &
+	cpid=$!
+	bg_pids+=("$cpid")
+}
+
+# under_way LABEL PATTERN MIN: waits (10 s at most) until MIN lines of the client's output
+# match PATTERN, i.e. until the traffic is under way.
+under_way() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ "$(grep -Ec -- "$2" "$logs/client")" -ge "$3" ] && return 0
+		kill -0 "$cpid" 2>/dev/null || break
+		sleep 0.05
+	done
+	fail "$1: the client never got under way"
+	sed 's/^/  client| /' "$logs/client" >&2
+	return 1
+}
+
+show_both() {
+	sed 's/^/  server| /' "$logs/server" >&2
+	sed 's/^/  client| /' "$logs/client" >&2
+}
+
+# stop_cont LABEL PATTERN MIN DONE: once the client is under way, stops the server for
+# $stop_s s, during which the client must neither end nor print DONE (its last result: the
+# stop fell in the middle of the run), and continues it; both sides must then exit 0, with
+# no error completion on either.
+stop_cont() {
+	local label=$1 t0 took srv_rc cli_rc
+	under_way "$label" "$2" "$3" || return 1
+	sleep 0.1
+	kill -STOP "$srv_pid"
+	stopped_pid=$srv_pid
+	t0=$(now_ms)
+	sleep "$stop_s"
+	if ! kill -0 "$cpid" 2>/dev/null; then
+		fail "$label: the client ended while the server was stopped"
+	elif grep -Eq -- "$4" "$logs/client"; then
+		fail "$label: the run was over before the server was stopped"
+	else
+		pass "$label: the client waits, mid-run, while the server is stopped"
+	fi
+	kill -CONT "$srv_pid"
+	stopped_pid=
+	wait "$cpid"; cli_rc=$?
+	wait "$spid"; srv_rc=$?
+	took=$(($(now_ms) - t0))
+	bg_pids=()
+	echo "$label: both sides done $took ms after the stop began"
+	if [ $srv_rc -eq 0 ] && [ $cli_rc -eq 0 ]; then
+		pass "$label: both sides exit 0 after a ${stop_s} s stop"
+	else
+		fail "$label: server exited $srv_rc, client $cli_rc"
+		show_both
+		return 1
+	fi
+	expect_contains "$label: the client's result" "$(<"$logs/client")" "$4"
+	if grep -Eq "$error_completion" "$logs/server" "$logs/client"; then
+		fail "$label: an error completion:"
+		grep -EH "$error_completion" "$logs/server" "$logs/client" >&2
+	else
+		pass "$label: no error completion"
+	fi
+}
+
+# kill_peer LABEL PATTERN MIN DONE ERROR: kills the server once the client is under way and
+# before it printed DONE; the client must end within give_up_ms + exit_slack_ms, its output
+# matching ERROR.
+kill_peer() {
+	local label=$1 t0 took cli_rc
+	under_way "$label" "$2" "$3" || return 1
+	sleep 0.1
+	t0=$(now_ms)
+	kill -KILL "$srv_pid"
+	grep -Eq -- "$4" "$logs/client" && fail "$label: the run was over before its peer was killed"
+	wait "$spid"
+	while kill -0 "$cpid" 2>/dev/null && [ $(($(now_ms) - t0)) -lt $((give_up_ms + exit_slack_ms)) ]; do
+		sleep 0.02
+	done
+	took=$(($(now_ms) - t0))
+	if kill -0 "$cpid" 2>/dev/null; then
+		fail "$label: the client still runs $took ms after its peer was killed"
+		kill "$cpid" 2>/dev/null
+		wait "$cpid"
+		bg_pids=()
+		show_both
+		return 1
+	fi
+	wait "$cpid"; cli_rc=$?
+	bg_pids=()
+	echo "$label: the client ended ($cli_rc) $took ms after its peer was killed (give-up time $give_up_ms ms)"
+	pass "$label: the client ends within $((give_up_ms + exit_slack_ms)) ms"
+	expect_contains "$label: the client says why" "$(<"$logs/client")" "$5"
+	case_rc "$label" "$cli_rc"
+}
+
+# perftest exits non-zero when a completion fails; rping's client ends its loop quietly
+# (exit 0) on the disconnect, having said so on stderr.
+case_rc() {
+	if [ "$prog" = rping ] || [ "$2" -ne 0 ]; then
+		pass "$1: exit status $2"
+	else
+		fail "$1: the client exited 0 though its peer was killed"
+	fi
+}
+
+perftest_args() { echo "-d softrdma0 -x 0 -p $port"; }
+
+for how in stop kill; do
+	# ib_write_bw: 100000 WRITEs of 64 KiB (a second or two unloaded); perftest prints its
+	# header as it starts. (Not -D: a stop inside its timed window leaves 0 iterations.)
+	prog=ib_write_bw
+	next_port || break
+	# shellcheck disable=SC2046
+	if start_pair ib_write_bw -n 100000 $(perftest_args) -- ib_write_bw -n 100000 $(perftest_args) localhost; then
+		if [ $how = stop ]; then
+			stop_cont "$how ib_write_bw" '^ *#bytes' 1 "$(bw_line 65536 100000)"
+		else
+			kill_peer "$how ib_write_bw" '^ *#bytes' 1 "$(bw_line 65536 100000)" \
+				'^ *Failed status (12|5):'
+		fi
+	fi
+
+	# ib_send_lat -e: SENDs both ways, waited for on completion channels, 10000 round trips.
+	prog=ib_send_lat
+	next_port || break
+	# shellcheck disable=SC2046
+	if start_pair ib_send_lat -e -n 10000 $(perftest_args) -- ib_send_lat -e -n 10000 $(perftest_args) localhost; then
+		if [ $how = stop ]; then
+			stop_cont "$how ib_send_lat -e" '^ *#bytes' 1 "$(lat_line 2 10000)"
+		else
+			kill_peer "$how ib_send_lat -e" '^ *#bytes' 1 "$(lat_line 2 10000)" \
+				'^ *Failed status (12|5):'
+		fi
+	fi
+
+	# rping: 5000 verified pings (about a second unloaded), the client printing each.
+	prog=rping
+	next_port || break
+	if start_pair rping -s -a 127.0.0.1 -p "$port" -C 5000 -- \
+		rping -c -a 127.0.0.1 -p "$port" -C 5000 -v -V; then
+		if [ $how = stop ]; then
+			stop_cont "$how rping" '^ping data: ' 100 '^ping data: rdma-ping-4999: '
+		else
+			kill_peer "$how rping" '^ping data: ' 100 '^ping data: rdma-ping-4999: ' \
+				'DISCONNECT EVENT|state 10|status [0-9]+'
+		fi
+	fi
+done
+finish
