@@ -2,8 +2,9 @@
 # stopped peer"). The passive (server) side of ib_write_bw, ib_send_lat -e and rping is
 # stopped (SIGSTOP) for 3 s in the middle of its run, as a debugger or a starved machine
 # stops it, then continued: a NIC would have answered for it meanwhile, so both sides end
-# well, with no error completion. Then the same server is killed (SIGKILL) mid-run: its
-# kernel closes its streams, and the client ends in an error within its QP's give-up time.
+# well, with no error completion. Then the server of ib_write_bw, ib_send_bw and rping is
+# killed (SIGKILL) mid-run: its kernel closes its streams, and the client ends in an error
+# within its QP's give-up time (rping: on rdma_cm's disconnect, sooner).
 #
 # perftest takes no timeout or retry count: its QPs have timeout 14 (4.096 us x 2^14, about
 # 67 ms) and retry_cnt 7, so a NIC gives up after 8 x 67 = 537 ms; rping's, set by the
@@ -75,15 +76,36 @@ start_pair() {
 	exec {cli_fd}<"$logs/client.fifo"
 }
 
-# under_way LABEL PATTERN MIN: reads the client's output (30 s at most for a line) until MIN
-# lines match PATTERN, i.e. until the traffic is under way.
+# srv_bytes: what the server's process has received over TCP so far (its streams and its
+# control connection).
+srv_bytes() {
+	ss -tinpH state established 2>/dev/null | awk -v tag="pid=$srv_pid," '
+		index($0, tag) { mine = 1; next }
+		mine && match($0, /bytes_received:[0-9]+/) { n += substr($0, RSTART + 15, RLENGTH - 15) }
+		{ mine = 0 }
+		END { print n + 0 }'
+}
+
+# under_way LABEL PATTERN MIN [BYTES]: reads the client's output (30 s at most for a line)
+# until MIN lines match PATTERN, then (perftest prints nothing while it runs, and sets up for
+# a while after its header) waits until the server has received BYTES more: until the
+# traffic is under way.
 under_way() {
-	local n=0 line
-	while IFS= read -r -t 30 -u "$cli_fd" line; do
+	local n=0 line base i
+	while [ "$n" -lt "$3" ] && IFS= read -r -t 30 -u "$cli_fd" line; do
 		printf '%s\n' "$line" >>"$logs/client"
 		[[ $line =~ $2 ]] && n=$((n + 1))
-		[ "$n" -ge "$3" ] && return 0
 	done
+	if [ "$n" -ge "$3" ] && [ -n "${4:-}" ]; then
+		base=$(srv_bytes)
+		for ((i = 0; i < 3000; i++)); do
+			[ "$(srv_bytes)" -ge $((base + $4)) ] && return 0
+			kill -0 "$cpid" 2>/dev/null || break
+			sleep 0.01
+		done
+		n=0
+	fi
+	[ "$n" -ge "$3" ] && return 0
 	release_client
 	fail "$1: the client never got under way"
 	sed 's/^/  client| /' "$logs/client" >&2
@@ -108,8 +130,7 @@ show_both() {
 # no error completion on either.
 stop_cont() {
 	local label=$1 t0 took srv_rc cli_rc
-	under_way "$label" "$2" "$3" || return 1
-	sleep "$settle"
+	under_way "$label" "$2" "$3" $traffic || return 1
 	kill -STOP "$srv_pid"
 	stopped_pid=$srv_pid
 	t0=$(now_ms)
@@ -151,12 +172,10 @@ stop_cont() {
 # exit within exit_ms.
 kill_peer() {
 	local label=$1 t0 said="" took cli_rc
-	under_way "$label" "$2" "$3" || return 1
-	sleep "$settle"
+	under_way "$label" "$2" "$3" $traffic || return 1
 	t0=$(now_ms)
 	kill -KILL "$srv_pid"
 	release_client
-	wait "$spid"
 	while [ $(($(now_ms) - t0)) -lt "$exit_ms" ]; do
 		[ -z "$said" ] && grep -Eq -- "$5" "$logs/client" && said=$(($(now_ms) - t0))
 		kill -0 "$cpid" 2>/dev/null || break
@@ -170,6 +189,7 @@ kill_peer() {
 	fi
 	wait "$cpid"; cli_rc=$?
 	wait "$drain_pid"
+	wait "$spid"
 	bg_pids=()
 	# Its last result can only have come before the kill.
 	grep -Eq -- "$4" "$logs/client" && fail "$label: the run was over before its peer was killed"
@@ -202,7 +222,7 @@ perftest_args() { echo "-d softrdma0 -x 0 -p $port"; }
 for how in stop kill; do
 	# ib_write_bw: 100000 WRITEs of 64 KiB (a second or two unloaded); perftest prints its
 	# header as it starts. (Not -D: a stop inside its timed window leaves 0 iterations.)
-	prog=ib_write_bw settle=0.1
+	prog=ib_write_bw traffic=65536	# a thousand WRITEs (by reference, on one host) or one
 	next_port || break
 	# shellcheck disable=SC2046
 	if start_pair ib_write_bw -n 100000 $(perftest_args) -- ib_write_bw -n 100000 $(perftest_args) localhost; then
@@ -215,20 +235,29 @@ for how in stop kill; do
 	fi
 
 	# ib_send_lat -e: SENDs both ways, waited for on completion channels, 10000 round trips.
-	prog=ib_send_lat settle=0.1
-	next_port || break
-	# shellcheck disable=SC2046
-	if start_pair ib_send_lat -e -n 10000 $(perftest_args) -- ib_send_lat -e -n 10000 $(perftest_args) localhost; then
-		if [ $how = stop ]; then
+	# Not killed: between round trips its client has nothing outstanding, only a receive
+	# posted, and a QP like that learns nothing of a peer that is gone, beside a NIC as here
+	# (without rdma_cm to say so). ib_send_bw's client always has SENDs in flight.
+	if [ $how = stop ]; then
+		prog=ib_send_lat traffic=8192	# a couple of hundred round trips
+		next_port || break
+		# shellcheck disable=SC2046
+		start_pair ib_send_lat -e -n 10000 $(perftest_args) -- \
+			ib_send_lat -e -n 10000 $(perftest_args) localhost &&
 			stop_cont "$how ib_send_lat -e" '^ *#bytes' 1 "$(lat_line 2 10000)"
-		else
-			kill_peer "$how ib_send_lat -e" '^ *#bytes' 1 "$(lat_line 2 10000)" \
+	else
+		prog=ib_send_bw traffic=65536
+		next_port || break
+		# shellcheck disable=SC2046
+		start_pair ib_send_bw -n 100000 $(perftest_args) -- \
+			ib_send_bw -n 100000 $(perftest_args) localhost &&
+			kill_peer "$how ib_send_bw" '^ *#bytes' 1 "$(bw_line 65536 100000)" \
 				'^ *Failed status (12|5):'
-		fi
 	fi
 
-	# rping: 2000 verified pings (under a second unloaded, a minute on a busy machine), the client printing each.
-	prog=rping settle=0	# pings are fast: the FIFO holds the client back (start_pair)
+	# rping: 2000 verified pings (under a second unloaded, a minute on a busy machine), the
+	# client printing each.
+	prog=rping traffic=	# its lines say; the FIFO holds it back (start_pair)
 	next_port || break
 	if start_pair rping -s -a 127.0.0.1 -p "$port" -C 2000 -- \
 		rping -c -a 127.0.0.1 -p "$port" -C 2000 -v -V; then
