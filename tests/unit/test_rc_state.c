@@ -754,6 +754,43 @@ static void test_stopped_peer_answers_late(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/*
+ * A peer whose QP is in ERR drops requests, as a NIC's does: that is a loss, not a slow
+ * peer, so the requester's retries run out (IBV_WC_RETRY_EXC_ERR after about
+ * timeout x (retry_cnt + 1)), though the peer's process runs and its stream stays open.
+ */
+static void test_retry_exceeded_when_peer_in_err(void **state)
+{
+	struct rc_env *env = *state;
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	const uint8_t timeout = 10, retry_cnt = 2;
+	uint64_t t0, elapsed_ms, retry_ns = 4096ull << timeout;
+	struct rc_qp_opts o;
+	struct rc_buf *buf;
+	struct ibv_mr *mr;
+	struct ibv_sge sge;
+
+	rc_default_opts(&o);
+	o.timeout = timeout;
+	o.retry_cnt = retry_cnt;
+	rc_pair(env, &o, &o);
+	expect_pair_works(env, 60);
+	buf = rc_alloc(env, env->page);
+	mr = rc_reg(env, env->pd, buf->p, buf->cap, RC_ACCESS_ALL);
+	assert_int_equal(ibv_modify_qp(env->b.qp, &err, IBV_QP_STATE), 0);
+	sge = rc_sge(buf->p, 64, mr);
+	t0 = rc_now_ms();
+	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
+				      (uintptr_t)buf->p + 2048, mr->rkey), 0);
+	rc_expect_wc(env->a.scq, 1, IBV_WC_RETRY_EXC_ERR, NULL);
+	elapsed_ms = rc_now_ms() - t0;
+	print_message("peer in ERR: retry exceeded after %llu ms\n",
+		      (unsigned long long)elapsed_ms);
+	assert_true(elapsed_ms * 1000000 >= retry_cnt * retry_ns);
+	assert_true(elapsed_ms <= (retry_cnt + 1) * retry_ns / 1000000 + 1000);
+	assert_int_equal(rc_state(env->a.qp), IBV_QPS_ERR);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
 
 int main(void)
@@ -765,6 +802,7 @@ int main(void)
 		/* Forks too: the first test's engine has stopped with its last context. */
 		cmocka_unit_test_setup_teardown(test_stopped_peer_answers_late, NULL,
 						teardown_child),
+		T(retry_exceeded_when_peer_in_err),
 		T(legal_path_with_exact_masks),
 		T(init_requires_its_mask),
 		T(rtr_requires_its_mask),
