@@ -1,10 +1,13 @@
 # A peer whose host is gone without a word (its link cut: no FIN, no RST, nothing) is found
 # through TCP's own liveness (docs/semantics.md, "Liveness: a slow or stopped peer"), not
-# waited for as a stopped process is. ib_write_bw and ib_send_lat -e run between two network
+# waited for as a stopped process is. ib_write_bw and ib_read_lat run between two network
 # namespaces joined by a veth pair; once the client's traffic is under way, the server's
 # end of the pair is set down, and the client must end in IBV_WC_RETRY_EXC_ERR (perftest's
 # "Failed status 12") within its QP's give-up time, plus what TCP needs to notice: two
-# retransmissions (0.2 + 0.4 s), or two keepalive probes a second apart on an idle stream.
+# retransmissions (0.2 + 0.4 s: ib_write_bw's WRITEs are in flight), or two keepalive probes
+# a second apart (ib_read_lat's READ request has arrived, its response is what is lost).
+# Both clients always have a request outstanding: a QP with none, beside a NIC as here,
+# would learn nothing of the cut.
 . "$(dirname "$0")/lib.sh"
 
 . "$(dirname "$0")/netns.sh"
@@ -22,9 +25,9 @@ gid_index() {
 	"${!side_in}" "$SOFTRDMA" devices 2>&1 | awk -v gid="$gid" '$2 == gid { print $1 }'
 }
 
-# cut LABEL PROGRAM ARGS...: the pair across the veth; the link cut once the client printed
-# its header (it does as its traffic starts).
-cut() {
+# cut_mid_run LABEL PROGRAM ARGS...: the pair across the veth; the link cut once the client
+# has printed its header (as its run starts) and $settle seconds more.
+cut_mid_run() {
 	local label=$1 i t0 took said cli_rc spid cpid
 	shift
 	ip -n "$ns_srv" link set "$veth_srv" up	# again, after the last case
@@ -46,7 +49,7 @@ cut() {
 		kill -0 "$cpid" 2>/dev/null || break
 		sleep 0.05
 	done
-	sleep 0.1
+	sleep "$settle"
 	if ! kill -0 "$cpid" 2>/dev/null || ! grep -q '^ *#bytes' "$logs/client"; then
 		fail "$label: the client never got under way"
 		sed 's/^/  client| /' "$logs/client" >&2
@@ -89,6 +92,7 @@ gid_srv=$(gid_index srv "$ip_srv")
 gid_cli=$(gid_index cli "$ip_cli")
 [ -n "$gid_srv" ] && [ -n "$gid_cli" ] || { fail "no GID for the veth addresses"; finish; }
 . "$(dirname "$0")/pairs.sh"
-cut "ib_write_bw" ib_write_bw -n 100000
-cut "ib_send_lat -e" ib_send_lat -e -n 100000
+settle=0.1 cut_mid_run "ib_write_bw" ib_write_bw -n 100000
+# Its READs start a moment after its header (perftest samples its clock first).
+settle=1.5 cut_mid_run "ib_read_lat" ib_read_lat -n 1000000
 finish
