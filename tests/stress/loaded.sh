@@ -8,12 +8,13 @@
 #
 #   tests/stress/loaded.sh [--rounds N] [--build DIR] [--tests REGEX]
 #
-# Defaults: 3 rounds, build/, the tests that time a peer (test_stop_cont, the fault
-# injection's perftest run, ibv_rc_pingpong). Prints each failure with its round and the
-# test's output, then "loaded: N passed, M failed"; exits 0 only when nothing failed.
+# Defaults: 3 rounds, build/, the tests that time a peer (test_stop_cont, test_link_cut as
+# root, the fault injection's perftest run, ibv_rc_pingpong). Prints each failure with its
+# round and the test's output, then "loaded: N passed, M failed"; exits 0 only when nothing
+# failed.
 set -uo pipefail
 repo=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
-rounds=3 build=$repo/build tests='^(test_stop_cont|test_faults_perftest|test_rc_pingpong)$'
+rounds=3 build=$repo/build tests='^(test_stop_cont|test_link_cut|test_faults_perftest|test_rc_pingpong)$'
 
 usage() { echo "usage: $0 [--rounds N] [--build DIR] [--tests REGEX]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
