@@ -52,6 +52,8 @@ static struct send_wqe *oldest_waiting(struct emu_qp *qp)
 static void progress_made(struct emu_qp *qp)
 {
 	qp->comp.retries_left = qp->attr.retry_cnt;
+	if (qp->comp.tail == qp->req.next)
+		qp->comp.lost = false;	/* all that left is answered: nothing to resend */
 	if (qp->comp.timer_kind == TIMER_ACK || qp->comp.timer_kind == TIMER_CONNECT) {
 		qp->comp.timer_ns = 0;
 		if (qp->comp.tail != qp->req.next && qp->attr.timeout)
@@ -226,25 +228,53 @@ void completer_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	}
 }
 
+/* The oldest unanswered WQE reports IBV_WC_RETRY_EXC_ERR; everything after it is flushed. */
+static void give_up(struct emu_qp *qp, struct send_wqe *wqe)
+{
+	if (!wqe)
+		wqe = wqe_at(qp, qp->req.next);
+	if (wqe == wqe_at(qp, qp->req.next) && qp->req.next != qp->sq.head)
+		qp->req.next++;
+	qp_counter_add(&qp->counters, EMU_CNT_RETRY_EXCEEDED_ERR, 1);
+	wqe->state = WQE_DONE;
+	wqe->status = IBV_WC_RETRY_EXC_ERR;
+	completer_advance(qp);
+}
+
+/*
+ * The stream is open and nothing was dropped: every request is in the peer's socket, and
+ * TCP loses nothing, so the peer's process is slow or stopped, and its NIC would have
+ * answered. Wait, as long as its host answers TCP (docs/semantics.md, "Liveness").
+ */
+static bool wait_for_live_peer(struct emu_qp *qp, struct send_wqe *wqe)
+{
+	struct conn *c = qp->streams.req;
+
+	if (!c || c->state != CONN_OPEN || qp->comp.lost)
+		return false;
+	if (conn_peer_silent(c, qp_give_up_ns(qp) / 1000000)) {
+		emu_debug("qp 0x%06x: the host of qp 0x%06x answers no TCP: IBV_WC_RETRY_EXC_ERR",
+			  qp->qpn, qp->attr.dest_qp_num);
+		give_up(qp, wqe);	/* its host is gone: as many tries as allowed, unanswered */
+		return true;
+	}
+	qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
+	return true;
+}
+
 static void retry_or_fail(struct emu_qp *qp)
 {
 	struct send_wqe *wqe = oldest_waiting(qp);
 
 	if (!wqe && qp->req.next == qp->sq.head)
 		return;	/* nothing outstanding any more */
+	if (qp->attr.timeout && wait_for_live_peer(qp, wqe))
+		return;
 	emu_debug("qp 0x%06x: no answer from qp 0x%06x in time, %u retries left%s", qp->qpn,
 		  qp->attr.dest_qp_num, qp->comp.retries_left,
 		  qp->comp.retries_left || !qp->attr.timeout ? "" : ": IBV_WC_RETRY_EXC_ERR");
 	if (qp->comp.retries_left == 0 && qp->attr.timeout) {
-		if (!wqe)
-			wqe = wqe_at(qp, qp->req.next);
-		/* The oldest unanswered WQE reports it; everything after it is flushed. */
-		if (wqe == wqe_at(qp, qp->req.next) && qp->req.next != qp->sq.head)
-			qp->req.next++;
-		qp_counter_add(&qp->counters, EMU_CNT_RETRY_EXCEEDED_ERR, 1);
-		wqe->state = WQE_DONE;
-		wqe->status = IBV_WC_RETRY_EXC_ERR;
-		completer_advance(qp);
+		give_up(qp, wqe);
 		return;
 	}
 	qp_counter_add(&qp->counters, EMU_CNT_COMPLETER_RETRY_ERR, 1);
@@ -257,12 +287,14 @@ static void retry_or_fail(struct emu_qp *qp)
 		return;
 	}
 	/*
-	 * The stream is up but the peer does not answer: its QP is not ready yet, or a frame
-	 * was lost (SOFTRDMA_FAULTS). Resend from the oldest unanswered WQE, as IBA's
-	 * requester does, unless bytes are still on their way (slow, not lossy).
+	 * A frame was lost (SOFTRDMA_FAULTS, or the peer's QP takes no requests), or the stream
+	 * is still connecting. Resend from the oldest unanswered WQE, as IBA's requester does,
+	 * unless bytes are still on their way (slow, not lossy).
 	 */
-	if (wqe && conn_tx_drained(qp->streams.req))
+	if (wqe && conn_tx_drained(qp->streams.req)) {
+		qp->comp.lost = false;	/* what was lost goes again, from wqe on */
 		requester_resend(qp, wqe->psn, qp->comp.retries_left + 1 < qp->attr.retry_cnt);
+	}
 	if (qp->attr.timeout)
 		qp_arm_timer(qp, TIMER_ACK, qp_timeout_to_ns(qp->attr.timeout));
 }

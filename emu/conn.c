@@ -377,17 +377,35 @@ void tx_batch_add_mem(struct tx_batch *b, void *host, size_t len, const struct t
 		b->refs[b->nrefs++] = ref;
 }
 
-int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len)
+/* Header bytes that are no frame of the IBA's (no counter sees them). */
+static int send_control(struct conn *c, const uint8_t *hdr, size_t hdr_len)
 {
 	struct tx_batch b;
 
-	/* SOFTRDMA_FAULTS: lost on the way, as far as anyone can tell. */
-	if (fault_drop_frame(c->qp, hdr))
-		return 0;
-	counters_stream_frame(QP_COUNTERS(c->qp), hdr, hdr_len, NULL, 0);
 	tx_batch_init(&b);
 	tx_batch_add_copy(&b, hdr, hdr_len);
 	return conn_send_batch(c, &b);
+}
+
+int conn_send_drop_notice(struct conn *c)
+{
+	struct wire_packet pkt = { .opcode = OP_DROP_NOTICE, .qpn = c->hello_src_qpn };
+	uint8_t hdr[4 + WIRE_MAX_HDR];
+
+	return send_control(c, hdr, wire_build(hdr, &pkt));
+}
+
+int conn_send_frame(struct conn *c, const uint8_t *hdr, size_t hdr_len)
+{
+	/*
+	 * SOFTRDMA_FAULTS: lost on the way. On a fabric the requester's timer is the only
+	 * witness; over TCP nothing else is ever lost, so the requester is told that this
+	 * timeout is a loss, not a peer that is slow (docs/semantics.md, "Liveness").
+	 */
+	if (fault_drop_frame(c->qp, hdr))
+		return c->initiator ? 0 : conn_send_drop_notice(c);
+	counters_stream_frame(QP_COUNTERS(c->qp), hdr, hdr_len, NULL, 0);
+	return send_control(c, hdr, hdr_len);
 }
 
 bool conn_tx_room(struct conn *c)
@@ -411,6 +429,47 @@ bool conn_tx_drained(struct conn *c)
 	drained = !c->tx.head && !ioctl(c->watch.fd, SIOCOUTQNSD, &unsent) && unsent == 0;
 	pthread_mutex_unlock(&c->tx_lock);
 	return drained;
+}
+
+/*
+ * TCP's own liveness, for a stream whose QP has an ACK timeout: keepalive probes on a stream
+ * that is idle while its QP waits (TCP counts them in whole seconds), which the peer's kernel
+ * answers even while its process is stopped, and which end the stream after retry_cnt + 1 go
+ * unanswered. Not TCP_USER_TIMEOUT: the kernel applies it to a zero window as well, and a
+ * stopped peer's window closes as soon as its socket buffer is full; conn_peer_silent() is
+ * the same rule without that exception.
+ */
+void conn_set_liveness(struct conn *c)
+{
+	uint64_t ns = qp_timeout_to_ns(c->qp->attr.timeout);
+	int on = ns != 0, fd = c->watch.fd;
+	int secs = (int)((ns + 999999999) / 1000000000), count = c->qp->attr.retry_cnt + 1;
+
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	if (!on)
+		return;	/* timeout 0: the QP waits forever */
+	if (secs > 32767)
+		secs = 32767;	/* MAX_TCP_KEEPIDLE */
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof(secs));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof(secs));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+}
+
+bool conn_peer_silent(struct conn *c, uint64_t ms)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(c->watch.fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return false;
+	/*
+	 * A live kernel answers a retransmission or a probe within a round trip, and either
+	 * answer resets the count; two in a row unanswered, and nothing heard for ms, is a host
+	 * that is gone or cut off, not a process that is slow.
+	 */
+	return (ti.tcpi_retransmits >= 2 || ti.tcpi_probes >= 2) && ti.tcpi_last_ack_recv > ms;
 }
 
 /* The READ responses a responder stream may have waiting: the QP's responder resources. */
@@ -505,6 +564,7 @@ struct conn *conn_connect(struct emu_qp *qp)
 	c->qp = qp;
 	c->peer = qp->peer_addr;
 	c->state = CONN_CONNECTING;
+	conn_set_liveness(c);
 	/* RoCE sends from the source GID's address: the responder checks it. */
 	local.sin6_port = 0;
 	if (bind(fd, (struct sockaddr *)&local, sizeof(local)) ||
@@ -530,6 +590,7 @@ struct conn *conn_adopt(struct emu_engine *e, int fd, const struct sockaddr_in6 
 	c->local = *local;
 	c->hello_src_qpn = src_qpn;
 	c->state = CONN_CANDIDATE;
+	conn_set_liveness(c);
 	c->rx.hold = RX_HOLD_UNBOUND;
 	c->watch.events = 0;
 	if (engine_watch(e, &c->watch)) {

@@ -232,6 +232,12 @@ bool conn_tx_room(struct conn *c);
 /* Nothing of ours is queued, nor in the socket unsent (SIOCOUTQNSD; bytes the peer has but
  * has not acknowledged at the TCP level count as arrived): all we sent is with the peer. */
 bool conn_tx_drained(struct conn *c);
+/* Keepalive from the QP's timeout and retry_cnt; again when modify_qp changes them. */
+void conn_set_liveness(struct conn *c);	/* c->qp->lock held */
+/* The peer's host has not answered TCP for ms, with retransmissions or probes waiting. */
+bool conn_peer_silent(struct conn *c, uint64_t ms);
+/* Tells the requester on c that a frame of its exchange was dropped (OP_DROP_NOTICE). */
+int conn_send_drop_notice(struct conn *c);
 /* Engine thread: sets or clears a hold on the reader; clearing one may resume it. */
 void conn_hold(struct conn *c, unsigned int hold, bool on);
 /* Engine thread, responder streams: holds the reader while the peer owes reading. */

@@ -81,6 +81,20 @@ static enum rx_step take_peer_memory(struct conn *c, uint32_t frame_len)
 	return RX_STEP_DONE;
 }
 
+/* DROP_NOTICE: the responder dropped a frame of ours or its answer; the ACK timer resends. */
+static enum rx_step take_drop_notice(struct conn *c, uint32_t frame_len)
+{
+	struct emu_qp *qp = c->qp;
+
+	if (!c->initiator || c->rx.pkt.qpn != qp->qpn)
+		return RX_STEP_PROTOCOL;
+	c->rx.stage_off += 4 + frame_len;
+	pthread_mutex_lock(&qp->lock);
+	qp->comp.lost = true;
+	pthread_mutex_unlock(&qp->lock);
+	return RX_STEP_DONE;
+}
+
 /* The frame's headers passed their checks: the responder or completer picks the sink. */
 static void begin_frame(struct conn *c, unsigned int hdr_len)
 {
@@ -141,6 +155,8 @@ static enum rx_step rx_get_hdr(struct conn *c)
 	rx->hdr_len = hdr_len;
 	if (rx->pkt.opcode == OP_PEER_MEMORY)
 		return take_peer_memory(c, frame_len);
+	if (rx->pkt.opcode == OP_DROP_NOTICE)
+		return take_drop_notice(c, frame_len);
 	if (!belongs_here(c, &rx->pkt))
 		return RX_STEP_PROTOCOL;
 	if (rx->pkt.by_ref) {

@@ -98,6 +98,10 @@ enum qp_timer { TIMER_NONE, TIMER_ACK, TIMER_RNR, TIMER_CONNECT };
 struct qp_comp_info {
 	uint32_t tail;			/* index of the next WQE to complete */
 	uint32_t retries_left, rnr_retries_left;
+	/* A frame of ours or an answer was dropped (SOFTRDMA_FAULTS, or a peer QP that takes no
+	 * requests) since the last resend: only then does the ACK timer resend and spend a
+	 * retry. Without it the peer is slow or stopped, and the requester waits. */
+	bool lost;
 	/* CLOCK_MONOTONIC deadline, 0: none. Atomic: the engine glances at it without the lock. */
 	_Atomic uint64_t timer_ns;
 	enum qp_timer timer_kind;
@@ -307,6 +311,8 @@ void qp_stream_offered(struct emu_qp *qp, int fd, const struct sockaddr_in6 *pee
 void qp_stream_verified(struct conn *c, const struct wire_verdict *v);
 void qp_stream_bind_pending(struct emu_qp *qp);	/* qp->lock held: after RTR */
 void qp_stream_closed(struct emu_qp *qp, struct conn *c);	/* qp->lock held */
+/* Its streams' keepalive follows a new timeout or retry_cnt. */
+void qp_stream_liveness_changed(struct emu_qp *qp);	/* qp->lock held */
 void qp_streams_close(struct emu_qp *qp);		/* qp->lock held */
 /*
  * Our stream that question q describes, or NULL; reader non-NULL: asked over AF_UNIX by
@@ -364,6 +370,8 @@ void qp_arm_timer(struct emu_qp *qp, int kind, uint64_t delay_ns);	/* qp->lock h
 void qp_conn_lost(struct emu_qp *qp, struct conn *c);	/* engine thread, qp->lock held */
 /* How long a requester waits before it reopens a lost stream. */
 uint64_t qp_retry_interval_ns(const struct emu_qp *qp);
+/* timeout x (retry_cnt + 1): how long a NIC tries before IBV_WC_RETRY_EXC_ERR; 0: forever. */
+uint64_t qp_give_up_ns(const struct emu_qp *qp);
 #define QP_RECONNECT_NS	100000000ull
 
 /* requester.c */

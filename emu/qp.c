@@ -317,6 +317,7 @@ void qp_conn_lost(struct emu_qp *qp, struct conn *c)
 	 * responder recognises what it already executed. */
 	qp->req.next = qp->comp.tail;
 	qp->req.rd_atomic_out = 0;
+	qp->comp.lost = false;	/* all of it goes again */
 	for (uint32_t i = qp->comp.tail; i != qp->sq.head; i++)
 		if (qp->sq.wqe[i % qp->cap.max_send_wr].state == WQE_SENT)
 			qp->sq.wqe[i % qp->cap.max_send_wr].state = WQE_QUEUED;
@@ -328,6 +329,11 @@ uint64_t qp_retry_interval_ns(const struct emu_qp *qp)
 {
 	/* timeout 0 waits forever for an answer, but a lost stream is still reopened. */
 	return qp->attr.timeout ? qp_timeout_to_ns(qp->attr.timeout) : QP_RECONNECT_NS;
+}
+
+uint64_t qp_give_up_ns(const struct emu_qp *qp)
+{
+	return qp_timeout_to_ns(qp->attr.timeout) * (qp->attr.retry_cnt + 1u);
 }
 
 /* The peer's address: the AV's destination GID, and the port its QPN encodes. */
@@ -389,11 +395,14 @@ static void apply_attrs(struct emu_qp *qp, const struct ibv_qp_attr *attr, int m
 	}
 	if (mask & IBV_QP_SQ_PSN)
 		a->sq_psn = attr->sq_psn & QP_PSN_MASK;
+	if (mask & (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT))
+		qp_stream_liveness_changed(qp);
 }
 
 static void reset_qp(struct emu_qp *qp)
 {
 	qp->sq.head = qp->req.next = qp->comp.tail = 0;
+	qp->comp.lost = false;
 	recv_queue_clear(&qp->rq);
 	qp->req.rd_atomic_out = 0;
 	qp->resp.have_cur_recv = false;

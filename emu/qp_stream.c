@@ -37,6 +37,14 @@ static void open_on_engine(void *arg)
 	pthread_mutex_unlock(&qp->lock);
 }
 
+void qp_stream_liveness_changed(struct emu_qp *qp)
+{
+	if (qp->streams.req)
+		conn_set_liveness(qp->streams.req);
+	if (qp->streams.resp)
+		conn_set_liveness(qp->streams.resp);
+}
+
 void qp_stream_open_later(struct emu_qp *qp)
 {
 	if (qp->streams.connect_pending)

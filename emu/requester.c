@@ -356,10 +356,12 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 			pkt.payload_len = peer_mem_describe(b->desc[b->nframes], g.iov, g.n);
 		}
 		hdr_len = wire_build(hdr, &pkt);
-		if (fault_drop_frame(qp, hdr))
+		if (fault_drop_frame(qp, hdr)) {
 			put_gathered(&g);	/* SOFTRDMA_FAULTS: lost; the ACK timer resends it */
-		else
+			qp->comp.lost = true;
+		} else {
 			batch_add(b, hdr_len, &pkt, &g);
+		}
 		wqe->state = WQE_SENT;
 		qp->req.next++;
 		budget--;

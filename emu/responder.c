@@ -228,11 +228,14 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 	uint32_t flags = wire_opcodes[pkt->opcode].flags;
 	enum mem_access_result r;
 
-	(void)c;
 	sink->kind = SINK_DISCARD;
 	qp->resp.verdict = RESP_DROP;
-	if (!accepts_requests(qp))
+	if (!accepts_requests(qp)) {
+		/* A NIC drops it too, and its peer's retries run out: so do ours (completer.c). */
+		if (qp->type == IBV_QPT_RC)
+			conn_send_drop_notice(c);
 		return;
+	}
 	if (qp->type == IBV_QPT_UC) {
 		uc_begin(qp, pkt, sink);
 		return;
@@ -326,6 +329,7 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 	if (fault_drop_frame(qp, b.hdr[0])) {	/* SOFTRDMA_FAULTS: lost on the way */
 		if (ref)
 			mr_put(ref);
+		conn_send_drop_notice(c);
 		return;
 	}
 	if (req->dma_len)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC	0x5352444du	/* "SRDM" */
-#define WIRE_VERSION	3
+#define WIRE_VERSION	4
 
 /* What a connection to an engine's listener is for: its first bytes say (docs/wire-protocol.md). */
 enum wire_hello_kind {
@@ -177,6 +177,10 @@ enum wire_opcode {
 	/* Manufacturer-specific range (0xc0-0xff): responder to requester, "I can read your
 	 * memory" (the same-host path, emu/peer_mem.c). BTH only. */
 	OP_PEER_MEMORY = 0xc0,
+	/* Responder to requester, "a frame of this exchange was dropped here": by
+	 * SOFTRDMA_FAULTS, or a request that came to a QP taking none. Only a known loss spends
+	 * the requester's retries (docs/semantics.md, "Liveness"). BTH only. */
+	OP_DROP_NOTICE = 0xc1,
 };
 
 /* Which extension headers follow the BTH, and what the packet is. */

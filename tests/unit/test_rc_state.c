@@ -499,7 +499,7 @@ static void test_psn_truncated_to_24_bits(void **state)
 	expect_pair_works(env, 50);
 }
 
-/* ---- A peer that is killed ---- */
+/* ---- A peer that is stopped, or killed ---- */
 
 struct peer_info {
 	uint32_t qpn;
@@ -548,6 +548,8 @@ static void child_main(int to_parent, int from_parent)
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	static uint64_t buf[512];
+	struct ibv_sge recv_sge;
+	struct ibv_recv_wr recv = { .wr_id = 1, .sg_list = &recv_sge, .num_sge = 1 }, *bad;
 	char ready = 1, c;
 	int n;
 
@@ -564,8 +566,8 @@ static void child_main(int to_parent, int from_parent)
 	cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
 	init.send_cq = init.recv_cq = cq;
 	qp = cq ? ibv_create_qp(pd, &init) : NULL;
-	mr = qp ? ibv_reg_mr(pd, buf, sizeof(buf),
-			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
+	mr = qp ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
+			     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) : NULL;
 	if (!mr)
 		_exit(3);
 	me.qpn = qp->qp_num;
@@ -574,8 +576,11 @@ static void child_main(int to_parent, int from_parent)
 	if (write(to_parent, &me, sizeof(me)) != sizeof(me) ||
 	    !read_within(from_parent, &parent, sizeof(parent)))
 		_exit(4);
-	if (rc_modify_init(qp, &o) || rc_modify_rtr(qp, &o, parent.qpn, &parent.gid) ||
-	    rc_modify_rts(qp, &o))
+	/* One receive, for a SEND, in the second half of buf. */
+	recv_sge = (struct ibv_sge){ .addr = (uintptr_t)&buf[256], .length = 2048,
+				     .lkey = mr->lkey };
+	if (rc_modify_init(qp, &o) || ibv_post_recv(qp, &recv, &bad) ||
+	    rc_modify_rtr(qp, &o, parent.qpn, &parent.gid) || rc_modify_rts(qp, &o))
 		ready = 0;
 	if (write(to_parent, &ready, 1) != 1)
 		_exit(5);
@@ -597,21 +602,21 @@ static int teardown_child(void **state)
 	return *state ? rc_teardown(state) : 0;
 }
 
-static void test_retry_exceeded_when_peer_killed(void **state)
+/*
+ * Forks the child (first: it must not inherit an engine thread or a context), then opens
+ * the device here and connects env->a to the child's QP with timeout and retry_cnt.
+ * *to_child: the pipe whose closing lets the child exit.
+ */
+static struct rc_env *connect_child(void **state, uint8_t timeout, uint8_t retry_cnt,
+				    struct peer_info *child, int *to_child)
 {
-	const uint8_t timeout = 10, retry_cnt = 2;
-	int c2p[2], p2c[2], status;
-	struct peer_info child, me = { 0 };
+	int c2p[2], p2c[2];
+	struct peer_info me = { 0 };
 	struct rc_qp_opts o;
 	struct rc_env *env;
-	struct rc_buf *buf;
-	struct ibv_mr *mr;
-	struct ibv_sge sge;
-	uint64_t t0, elapsed_ms, retry_ns, bound_ms;
 	char ready = 0;
 	pid_t pid;
 
-	/* Fork first: the child must not inherit an engine thread or a context. */
 	assert_int_equal(pipe(c2p), 0);
 	assert_int_equal(pipe(p2c), 0);
 	pid = fork();
@@ -633,18 +638,37 @@ static void test_retry_exceeded_when_peer_killed(void **state)
 	o.timeout = timeout;
 	o.retry_cnt = retry_cnt;
 	rc_create_end(env, &o, &env->a);
-	buf = rc_alloc(env, env->page);
-	mr = rc_reg(env, env->pd, buf->p, buf->cap, IBV_ACCESS_LOCAL_WRITE);
-	rc_fill(buf->p, buf->cap, 0x66);
 
-	if (!read_within(c2p[0], &child, sizeof(child)))
+	if (!read_within(c2p[0], child, sizeof(*child)))
 		fail_msg("the child sent no QPN");
 	me.qpn = env->a.qp->qp_num;
 	me.gid = env->gid;
 	assert_int_equal(write(p2c[1], &me, sizeof(me)), sizeof(me));
-	rc_connect(env->a.qp, &o, child.qpn, &child.gid);
+	rc_connect(env->a.qp, &o, child->qpn, &child->gid);
 	if (!read_within(c2p[0], &ready, 1) || !ready)
 		fail_msg("the child did not connect");
+	close(c2p[0]);
+	*to_child = p2c[1];
+	return env;
+}
+
+static void test_retry_exceeded_when_peer_killed(void **state)
+{
+	const uint8_t timeout = 10, retry_cnt = 2;
+	struct peer_info child;
+	struct rc_env *env;
+	struct rc_buf *buf;
+	struct ibv_mr *mr;
+	struct ibv_sge sge;
+	uint64_t t0, elapsed_ms, retry_ns, bound_ms;
+	int to_child, status;
+	pid_t pid;
+
+	env = connect_child(state, timeout, retry_cnt, &child, &to_child);
+	pid = child_pid;
+	buf = rc_alloc(env, env->page);
+	mr = rc_reg(env, env->pd, buf->p, buf->cap, IBV_ACCESS_LOCAL_WRITE);
+	rc_fill(buf->p, buf->cap, 0x66);
 
 	/* The link works while the child lives... */
 	sge.addr = (uintptr_t)buf->p;
@@ -659,8 +683,7 @@ static void test_retry_exceeded_when_peer_killed(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	child_pid = 0;
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	close(c2p[0]);
-	close(p2c[1]);
+	close(to_child);
 
 	t0 = rc_now_ms();
 	assert_int_equal(rc_post_rdma(env->a.qp, 2, IBV_WR_RDMA_WRITE, &sge, 1, child.addr,
@@ -680,6 +703,94 @@ static void test_retry_exceeded_when_peer_killed(void **state)
 	rc_expect_no_async(env, 0);
 }
 
+/*
+ * A peer whose process is stopped (SIGSTOP: a debugger, a starved machine) for far longer
+ * than timeout x (retry_cnt + 1) is not a lost link: a NIC would have answered for it. The
+ * WRITE, SEND and READ posted meanwhile wait, and succeed once it runs again; the READ
+ * brings back what the WRITE put there.
+ */
+static void test_stopped_peer_answers_late(void **state)
+{
+	const uint8_t timeout = 10, retry_cnt = 2;	/* a NIC gives up after ~13 ms */
+	const int stop_ms = 600;
+	struct peer_info child;
+	struct rc_env *env;
+	struct rc_buf *buf;
+	struct ibv_mr *mr;
+	struct ibv_sge sge;
+	uint64_t t0, took;
+	int to_child, status;
+
+	env = connect_child(state, timeout, retry_cnt, &child, &to_child);
+	buf = rc_alloc(env, env->page);
+	mr = rc_reg(env, env->pd, buf->p, buf->cap, IBV_ACCESS_LOCAL_WRITE);
+	rc_fill(buf->p, 128, 0x3c);
+
+	assert_int_equal(kill(child_pid, SIGSTOP), 0);
+	assert_int_equal(waitpid(child_pid, &status, WUNTRACED), child_pid);
+	assert_true(WIFSTOPPED(status));
+	t0 = rc_now_ms();
+	sge = rc_sge(buf->p, 64, mr);
+	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1, child.addr,
+				      child.rkey), 0);
+	sge = rc_sge(buf->p + 64, 64, mr);
+	assert_int_equal(rc_post_rdma(env->a.qp, 2, IBV_WR_SEND, &sge, 1, 0, 0), 0);
+	sge = rc_sge(buf->p + 2048, 64, mr);
+	assert_int_equal(rc_post_rdma(env->a.qp, 3, IBV_WR_RDMA_READ, &sge, 1, child.addr,
+				      child.rkey), 0);
+	rc_expect_no_wc(env->a.scq, stop_ms);
+	assert_int_equal(kill(child_pid, SIGCONT), 0);
+	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(env->a.scq, 2, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(env->a.scq, 3, IBV_WC_SUCCESS, NULL);
+	took = rc_now_ms() - t0;
+	print_message("stopped %d ms: completed after %llu ms\n", stop_ms,
+		      (unsigned long long)took);
+	rc_expect_pattern(buf->p + 2048, 64, 0x3c, "read back after the stop");
+	assert_int_equal(rc_state(env->a.qp), IBV_QPS_RTS);
+	close(to_child);	/* the child exits */
+	assert_int_equal(waitpid(child_pid, &status, 0), child_pid);
+	child_pid = 0;
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
+ * A peer whose QP is in ERR drops requests, as a NIC's does: that is a loss, not a slow
+ * peer, so the requester's retries run out (IBV_WC_RETRY_EXC_ERR after about
+ * timeout x (retry_cnt + 1)), though the peer's process runs and its stream stays open.
+ */
+static void test_retry_exceeded_when_peer_in_err(void **state)
+{
+	struct rc_env *env = *state;
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	const uint8_t timeout = 10, retry_cnt = 2;
+	uint64_t t0, elapsed_ms, retry_ns = 4096ull << timeout;
+	struct rc_qp_opts o;
+	struct rc_buf *buf;
+	struct ibv_mr *mr;
+	struct ibv_sge sge;
+
+	rc_default_opts(&o);
+	o.timeout = timeout;
+	o.retry_cnt = retry_cnt;
+	rc_pair(env, &o, &o);
+	expect_pair_works(env, 60);
+	buf = rc_alloc(env, env->page);
+	mr = rc_reg(env, env->pd, buf->p, buf->cap, RC_ACCESS_ALL);
+	assert_int_equal(ibv_modify_qp(env->b.qp, &err, IBV_QP_STATE), 0);
+	sge = rc_sge(buf->p, 64, mr);
+	t0 = rc_now_ms();
+	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
+				      (uintptr_t)buf->p + 2048, mr->rkey), 0);
+	rc_expect_wc(env->a.scq, 1, IBV_WC_RETRY_EXC_ERR, NULL);
+	elapsed_ms = rc_now_ms() - t0;
+	print_message("peer in ERR: retry exceeded after %llu ms\n",
+		      (unsigned long long)elapsed_ms);
+	assert_true(elapsed_ms * 1000000 >= retry_cnt * retry_ns);
+	assert_true(elapsed_ms <= (retry_cnt + 1) * retry_ns / 1000000 + 1000);
+	assert_int_equal(rc_state(env->a.qp), IBV_QPS_ERR);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
 
 int main(void)
@@ -688,6 +799,10 @@ int main(void)
 		/* First, so that nothing verbs-related has run in this process before the fork. */
 		cmocka_unit_test_setup_teardown(test_retry_exceeded_when_peer_killed, NULL,
 						teardown_child),
+		/* Forks too: the first test's engine has stopped with its last context. */
+		cmocka_unit_test_setup_teardown(test_stopped_peer_answers_late, NULL,
+						teardown_child),
+		T(retry_exceeded_when_peer_in_err),
 		T(legal_path_with_exact_masks),
 		T(init_requires_its_mask),
 		T(rtr_requires_its_mask),
