@@ -272,7 +272,10 @@ static void after_fork_parent(void)
 
 static void after_fork_child(void)
 {
-	pthread_mutex_init(&cs.lock, NULL);
+	/* The forking thread took it in before_fork() and is the child's only thread: it
+	 * gives it back, as POSIX allows, rather than making a new mutex over a held one
+	 * (TSan took the child's next lock of it for a double lock, and races followed). */
+	pthread_mutex_unlock(&cs.lock);
 	if (cs.attached) {
 		close(cs.stop_fd);
 		if (cs.notify_fd >= 0)
