@@ -2,7 +2,8 @@
 # The two commands of the README:
 #   ./build.sh demo   install what is missing, build, run the demo on the soft device
 #   ./build.sh test   install what is missing, build, run the whole test suite
-#                     (a normal build, an ASan/UBSan build, the TSan tests, the fuzzers
+#                     (a normal build and its timed tests under a CPU hog
+#                     (tests/stress/loaded.sh), an ASan/UBSan build, the TSan tests, the fuzzers
 #                     for a bounded time: docs/fuzzing.md; then the rdma-core releases of
 #                     tests/compat/matrix.sh and, as root, the .deb in a clean Debian root)
 set -euo pipefail
@@ -39,6 +40,9 @@ test)
 	install_missing build.sh "${packages[@]}" "${test_packages[@]}"
 	build build
 	(cd build && ctest --output-on-failure -j 2)
+	# The tests that time a peer, once more beside 2 x nproc busy loops (docs/semantics.md,
+	# "Liveness"): a loaded machine must not turn slowness into errors.
+	tests/stress/loaded.sh --rounds 1 --build build
 	build build-sanitize -DSOFTRDMA_SANITIZE=ON
 	(cd build-sanitize && ctest --output-on-failure -j 2)
 	# ThreadSanitizer: threads sharing QPs and CQs, and the RC tests (label tsan).

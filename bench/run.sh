@@ -7,7 +7,8 @@
 #   localhost): ib_write_bw/ib_read_bw/ib_send_bw and ib_write_bw -q 4 at 8 B-1 MiB
 #   (large payloads take the same-host path), ib_write_bw/ib_send_bw again from 4 KiB with
 #   SOFTRDMA_SAME_HOST=0 (every byte through TCP),
-#   ib_write_lat/ib_read_lat/ib_send_lat at 8 B and 4 KiB, and the message rate of 8-byte
+#   ib_write_lat/ib_read_lat/ib_send_lat at 8 B and 4 KiB (ib_write_lat at 8 B again with
+#   packet capture on, SOFTRDMA_PCAP), and the message rate of 8-byte
 #   writes with a deep queue;
 # - the raw-TCP reference at the same sizes: qperf tcp_bw and tcp_lat over loopback;
 #   the softrdma and TCP runs of one size follow each other, round after round, so machine
@@ -259,6 +260,10 @@ for ((r = 1; r <= rounds; r++)); do
 	done
 	# Message rate: 8-byte writes, 512 deep, posted 16 at a time (perftest's MsgRate).
 	perftest msgrate 8 "$r" ib_write_bw -s 8 -t 512 -l 16 -n 48000
+	# What packet capture costs when on (off, it is the write_lat run above).
+	perftest pcap_write_lat 8 "$r" env SOFTRDMA_PCAP="$work/capture.pcapng" \
+		ib_write_lat -s 8 -n 3000
+	rm -f "$work"/capture.*pcapng
 	done_rounds=$r
 	round_s=$(($(elapsed) - r0))
 done
@@ -311,6 +316,9 @@ md="$results/latest.md"
 			echo "| lat ${t%_lat} ($what, avg) | $(human "$s") | $(fmt "$a" µs "$(rng "$t" "$s")") | $(fmt "$b" µs "$tr") | $(ratio "$b" "$a") | $(oks "$t" "$s") |"
 		done
 	done
+	a=$(med pcap_write_lat 8)
+	b=$(med write_lat 8)
+	echo "| lat write (one way, avg), packet capture on; beside it: capture off | 8 B | $(fmt "$a" µs "$(rng pcap_write_lat 8)") | $(fmt "$b" µs "$(rng write_lat 8)") | $(ratio "$b" "$a") | $(oks pcap_write_lat 8) |"
 	a=$(med msgrate 8 6)
 	b=$(med tcp_bw 8 6)
 	echo "| msg rate, 8 B writes | 8 B | $(fmt "$a" M/s "$(rng msgrate 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks msgrate 8) |"
@@ -410,7 +418,10 @@ json="$results/latest.json"
 	done
 	a=$(med msgrate 8 6)
 	b=$(med tcp_bw 8 6)
-	printf '\n  ],\n  "msgrate": {"test": "ib_write_bw -s 8 -t 512 -l 16", "mmsg_s": %s, "tcp_8B_mmsg_s": %s, "ratio": %s, "ok": "%s"},\n' \
+	printf '\n  ],\n  "capture": {"test": "ib_write_lat -s 8, SOFTRDMA_PCAP", "avg_us": %s, "off_avg_us": %s, "off_over_on": %s, "ok": "%s"},' \
+		"$(jnum "$(med pcap_write_lat 8)")" "$(jnum "$(med write_lat 8)")" \
+		"$(jnum "$(ratio "$(med write_lat 8)" "$(med pcap_write_lat 8)")")" "$(oks pcap_write_lat 8)"
+	printf '\n  "msgrate": {"test": "ib_write_bw -s 8 -t 512 -l 16", "mmsg_s": %s, "tcp_8B_mmsg_s": %s, "ratio": %s, "ok": "%s"},\n' \
 		"$(jnum "$a")" "$(jnum "$b")" "$(jnum "$(ratio "$a" "$b")")" "$(oks msgrate 8)"
 	printf '  "scale": ['
 	sep=""
