@@ -68,7 +68,8 @@ static void cm(uint16_t type, uint8_t private_len)
 		.private_data_len = private_len, .reject_reason = CM_REJ_CONSUMER_DEFINED,
 	};
 
-	for (int i = 0; i < private_len; i++)
+	/* The length may claim more than the message holds (a seed says so on purpose). */
+	for (size_t i = 0; i < private_len && i < sizeof(m.private_data); i++)
 		m.private_data[i] = (uint8_t)i;
 	memcpy(buf + len, &m, sizeof(m));
 	len += sizeof(m);
