@@ -42,4 +42,23 @@ rc=$?
 kill "$(cat "$tmp/sleep.pid")" 2>/dev/null
 left=$(ls -d "$tmp"/softrdma-sysfs.* 2>/dev/null)
 [ -z "$left" ] && pass "and the tree is gone" || fail "left behind: $left"
+# SIGTERM to the whole process group, as timeout(1) sends it: the command and the run both
+# get it, in either order. The run exits as the command did (143), never with a status of
+# its own (a failed kill under set -e made it 1, a wait after the reap -1: both seen in CI
+# as a cmtime server "exited 1").
+odd=""
+for i in $(seq 30); do
+	setsid "$SOFTRDMA" run -- sleep 30 &
+	run_pid=$!
+	for _ in $(seq 100); do [ -n "$(ls -d "$tmp"/softrdma-sysfs.* 2>/dev/null)" ] && break; sleep 0.02; done
+	sleep 0.1
+	kill -TERM -- "-$run_pid"
+	wait "$run_pid"
+	rc=$?
+	[ "$rc" = 143 ] || odd="$odd $i:$rc"
+done
+[ -z "$odd" ] && pass "SIGTERM to the run's process group, 30 times: 143 each time" ||
+	fail "SIGTERM to the process group: other statuses (round:status):$odd"
+left=$(ls -d "$tmp"/softrdma-sysfs.* 2>/dev/null)
+[ -z "$left" ] && pass "and no tree is left" || fail "left behind: $left"
 finish
