@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cm_fixture.h"
+#include "attacker_fds.h"	/* after cmocka.h */
 #include "cm.h"
 
 #define NO_QP_PORT_QPN	0x000101	/* port 1: nobody listens, a QP there dials nothing */
@@ -114,14 +115,6 @@ static int read_msg(int fd, struct cm_msg *m, int ms)
 	return 0;
 }
 
-/* Has the other end closed or reset fd? */
-static bool closed_by_peer(int fd)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
-
-	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
 enum flood_end { CUT_OFF, STALLED, KEPT };
 
 /* DREQs as fast as the socket takes them, never reading: until the CM resets the
@@ -187,40 +180,6 @@ static void test_dreq_flood_from_a_peer_that_never_reads_is_cut_off(void **state
 	rdma_destroy_qp(conn);
 	assert_int_equal(rdma_destroy_id(conn), 0);
 	stop(&srv);
-}
-
-/* Raises the soft fd limit to the hard one, at least need; the old soft limit. */
-static rlim_t raise_fd_limit(rlim_t need)
-{
-	struct rlimit rl;
-	rlim_t old;
-
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	old = rl.rlim_cur;
-	if (rl.rlim_max < need)
-		skip();
-	rl.rlim_cur = rl.rlim_max;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
-	return old;
-}
-
-static void set_soft_fd_limit(rlim_t soft)
-{
-	struct rlimit rl;
-
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	rl.rlim_cur = soft;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
-}
-
-/* Of fds, those the CM has not closed. */
-static int still_open(const int *fds, int n)
-{
-	int open = 0;
-
-	for (int i = 0; i < n; i++)
-		open += !closed_by_peer(fds[i]);
-	return open;
 }
 
 static void test_silent_connections_are_bounded_and_time_out(void **state)

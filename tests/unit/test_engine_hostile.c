@@ -39,6 +39,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "attacker_fds.h"
 #include "hostile_peer.h"
 
 #define NOBODY_UID		65534
@@ -123,23 +124,6 @@ static uint64_t rss_bytes(void)
 	assert_int_equal(fscanf(f, "%lu %lu", &size, &resident), 2);
 	fclose(f);
 	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-/* Has the other end closed or reset fd? */
-static bool closed_by_peer(int fd)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
-
-	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-static int still_open(const int *fds, int n)
-{
-	int open = 0;
-
-	for (int i = 0; i < n; i++)
-		open += !closed_by_peer(fds[i]);
-	return open;
 }
 
 /* Connects to port on 127.0.0.1; fd may be one made earlier (-1: a new one). */
@@ -797,15 +781,6 @@ static rlim_t exhaust_fds(void)
 	return old;
 }
 
-static void set_soft_fd_limit(rlim_t soft)
-{
-	struct rlimit rl;
-
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	rl.rlim_cur = soft;
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
-}
-
 /* The process's CPU time over 2 s at the fd limit: idle but for whatever spins. */
 static int64_t cpu_while_waiting(const char *what)
 {
@@ -882,20 +857,6 @@ static void test_at_the_fd_limit_the_local_socket_rests_then_serves(void **state
 }
 
 /* ---- class 8: connections that never say what they are for ---- */
-
-/* Raises the soft fd limit to the hard one, which must be at least need; the old one. */
-static rlim_t raise_fd_limit(rlim_t need)
-{
-	struct rlimit rl;
-	rlim_t old;
-
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	old = rl.rlim_cur;
-	if (rl.rlim_max < need)
-		skip();
-	set_soft_fd_limit(rl.rlim_max);
-	return old;
-}
 
 /*
  * 2000 connections to a QP listener that never send a hello: at most HALF_OPEN_MAX are
