@@ -128,85 +128,34 @@ static void *next_symbol(const char *name)
 /*
  * Each call that takes a path is passed on with the path redirect() gives. glibc calls its
  * own internal entry points, never these, so every variant a program may call is here.
- * Each has room on its stack for a path rewritten into the tree.
+ * Each has room on its stack for a path rewritten into the tree: ARGS name it REDIRECTED.
  */
+#define REDIRECTED redirect(path, to)
+#define INTERPOSE(ret, name, params, args)				\
+	EXPORT ret name params						\
+	{								\
+		char to[PATH_MAX];					\
+									\
+		return NEXT(name) args;					\
+	}
+
 /* The access checks: UCX keeps a device only if access(node, R_OK | W_OK) succeeds. */
-EXPORT int access(const char *path, int mode)
-{
-	char to[PATH_MAX];
+INTERPOSE(int, access, (const char *path, int mode), (REDIRECTED, mode))
+INTERPOSE(int, faccessat, (int dirfd, const char *path, int mode, int flags),
+	  (dirfd, REDIRECTED, mode, flags))
+INTERPOSE(int, euidaccess, (const char *path, int mode), (REDIRECTED, mode))
+INTERPOSE(int, eaccess, (const char *path, int mode), (REDIRECTED, mode))
 
-	return NEXT(access)(redirect(path, to), mode);
-}
-
-EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
-{
-	char to[PATH_MAX];
-
-	return NEXT(faccessat)(dirfd, redirect(path, to), mode, flags);
-}
-
-EXPORT int euidaccess(const char *path, int mode)
-{
-	char to[PATH_MAX];
-
-	return NEXT(euidaccess)(redirect(path, to), mode);
-}
-
-EXPORT int eaccess(const char *path, int mode)
-{
-	char to[PATH_MAX];
-
-	return NEXT(eaccess)(redirect(path, to), mode);
-}
-
-EXPORT int stat(const char *path, struct stat *st)
-{
-	char to[PATH_MAX];
-
-	return NEXT(stat)(redirect(path, to), st);
-}
-
-EXPORT int stat64(const char *path, struct stat64 *st)
-{
-	char to[PATH_MAX];
-
-	return NEXT(stat64)(redirect(path, to), st);
-}
-
-EXPORT int lstat(const char *path, struct stat *st)
-{
-	char to[PATH_MAX];
-
-	return NEXT(lstat)(redirect(path, to), st);
-}
-
-EXPORT int lstat64(const char *path, struct stat64 *st)
-{
-	char to[PATH_MAX];
-
-	return NEXT(lstat64)(redirect(path, to), st);
-}
-
-EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
-{
-	char to[PATH_MAX];
-
-	return NEXT(fstatat)(dirfd, redirect(path, to), st, flags);
-}
-
-EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
-{
-	char to[PATH_MAX];
-
-	return NEXT(fstatat64)(dirfd, redirect(path, to), st, flags);
-}
-
-EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *st)
-{
-	char to[PATH_MAX];
-
-	return NEXT(statx)(dirfd, redirect(path, to), flags, mask, st);
-}
+INTERPOSE(int, stat, (const char *path, struct stat *st), (REDIRECTED, st))
+INTERPOSE(int, stat64, (const char *path, struct stat64 *st), (REDIRECTED, st))
+INTERPOSE(int, lstat, (const char *path, struct stat *st), (REDIRECTED, st))
+INTERPOSE(int, lstat64, (const char *path, struct stat64 *st), (REDIRECTED, st))
+INTERPOSE(int, fstatat, (int dirfd, const char *path, struct stat *st, int flags),
+	  (dirfd, REDIRECTED, st, flags))
+INTERPOSE(int, fstatat64, (int dirfd, const char *path, struct stat64 *st, int flags),
+	  (dirfd, REDIRECTED, st, flags))
+INTERPOSE(int, statx, (int dirfd, const char *path, int flags, unsigned int mask,
+		       struct statx *st), (dirfd, REDIRECTED, flags, mask, st))
 
 /* Binaries built against glibc < 2.33 call these instead of stat, lstat and fstatat. */
 int __xstat(int ver, const char *path, struct stat *st);
@@ -216,100 +165,42 @@ int __lxstat64(int ver, const char *path, struct stat64 *st);
 int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
 int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
 
-EXPORT int __xstat(int ver, const char *path, struct stat *st)
-{
-	char to[PATH_MAX];
+INTERPOSE(int, __xstat, (int ver, const char *path, struct stat *st), (ver, REDIRECTED, st))
+INTERPOSE(int, __xstat64, (int ver, const char *path, struct stat64 *st), (ver, REDIRECTED, st))
+INTERPOSE(int, __lxstat, (int ver, const char *path, struct stat *st), (ver, REDIRECTED, st))
+INTERPOSE(int, __lxstat64, (int ver, const char *path, struct stat64 *st),
+	  (ver, REDIRECTED, st))
+INTERPOSE(int, __fxstatat, (int ver, int dirfd, const char *path, struct stat *st, int flags),
+	  (ver, dirfd, REDIRECTED, st, flags))
+INTERPOSE(int, __fxstatat64,
+	  (int ver, int dirfd, const char *path, struct stat64 *st, int flags),
+	  (ver, dirfd, REDIRECTED, st, flags))
 
-	return NEXT(__xstat)(ver, redirect(path, to), st);
-}
-
-EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
-{
-	char to[PATH_MAX];
-
-	return NEXT(__xstat64)(ver, redirect(path, to), st);
-}
-
-EXPORT int __lxstat(int ver, const char *path, struct stat *st)
-{
-	char to[PATH_MAX];
-
-	return NEXT(__lxstat)(ver, redirect(path, to), st);
-}
-
-EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
-{
-	char to[PATH_MAX];
-
-	return NEXT(__lxstat64)(ver, redirect(path, to), st);
-}
-
-EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
-{
-	char to[PATH_MAX];
-
-	return NEXT(__fxstatat)(ver, dirfd, redirect(path, to), st, flags);
-}
-
-EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
-{
-	char to[PATH_MAX];
-
-	return NEXT(__fxstatat64)(ver, dirfd, redirect(path, to), st, flags);
-}
-
+/* The open family: the mode is there only when the flags say a file may be created. */
 static mode_t mode_arg(int flags, va_list ap)
 {
 	return (flags & (O_CREAT | __O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
 }
 
-EXPORT int open(const char *path, int flags, ...)
-{
-	char to[PATH_MAX];
-	va_list ap;
-	mode_t mode;
+#define INTERPOSE_OPEN(name, params, args)				\
+	EXPORT int name params						\
+	{								\
+		char to[PATH_MAX];					\
+		va_list ap;						\
+		mode_t mode;						\
+									\
+		va_start(ap, flags);					\
+		mode = mode_arg(flags, ap);				\
+		va_end(ap);						\
+		return NEXT(name) args;					\
+	}
 
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	return NEXT(open)(redirect(path, to), flags, mode);
-}
-
-EXPORT int open64(const char *path, int flags, ...)
-{
-	char to[PATH_MAX];
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	return NEXT(open64)(redirect(path, to), flags, mode);
-}
-
-EXPORT int openat(int dirfd, const char *path, int flags, ...)
-{
-	char to[PATH_MAX];
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	return NEXT(openat)(dirfd, redirect(path, to), flags, mode);
-}
-
-EXPORT int openat64(int dirfd, const char *path, int flags, ...)
-{
-	char to[PATH_MAX];
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	return NEXT(openat64)(dirfd, redirect(path, to), flags, mode);
-}
+INTERPOSE_OPEN(open, (const char *path, int flags, ...), (REDIRECTED, flags, mode))
+INTERPOSE_OPEN(open64, (const char *path, int flags, ...), (REDIRECTED, flags, mode))
+INTERPOSE_OPEN(openat, (int dirfd, const char *path, int flags, ...),
+	       (dirfd, REDIRECTED, flags, mode))
+INTERPOSE_OPEN(openat64, (int dirfd, const char *path, int flags, ...),
+	       (dirfd, REDIRECTED, flags, mode))
 
 /* What programs built with _FORTIFY_SOURCE call for open and openat. */
 int __open_2(const char *path, int flags);
@@ -317,55 +208,16 @@ int __open64_2(const char *path, int flags);
 int __openat_2(int dirfd, const char *path, int flags);
 int __openat64_2(int dirfd, const char *path, int flags);
 
-EXPORT int __open_2(const char *path, int flags)
-{
-	char to[PATH_MAX];
-
-	return NEXT(__open_2)(redirect(path, to), flags);
-}
-
-EXPORT int __open64_2(const char *path, int flags)
-{
-	char to[PATH_MAX];
-
-	return NEXT(__open64_2)(redirect(path, to), flags);
-}
-
-EXPORT int __openat_2(int dirfd, const char *path, int flags)
-{
-	char to[PATH_MAX];
-
-	return NEXT(__openat_2)(dirfd, redirect(path, to), flags);
-}
-
-EXPORT int __openat64_2(int dirfd, const char *path, int flags)
-{
-	char to[PATH_MAX];
-
-	return NEXT(__openat64_2)(dirfd, redirect(path, to), flags);
-}
+INTERPOSE(int, __open_2, (const char *path, int flags), (REDIRECTED, flags))
+INTERPOSE(int, __open64_2, (const char *path, int flags), (REDIRECTED, flags))
+INTERPOSE(int, __openat_2, (int dirfd, const char *path, int flags), (dirfd, REDIRECTED, flags))
+INTERPOSE(int, __openat64_2, (int dirfd, const char *path, int flags),
+	  (dirfd, REDIRECTED, flags))
 
 /* glibc's fopen and opendir open the file themselves, not through open. */
-EXPORT FILE *fopen(const char *path, const char *mode)
-{
-	char to[PATH_MAX];
-
-	return NEXT(fopen)(redirect(path, to), mode);
-}
-
-EXPORT FILE *fopen64(const char *path, const char *mode)
-{
-	char to[PATH_MAX];
-
-	return NEXT(fopen64)(redirect(path, to), mode);
-}
-
-EXPORT DIR *opendir(const char *path)
-{
-	char to[PATH_MAX];
-
-	return NEXT(opendir)(redirect(path, to));
-}
+INTERPOSE(FILE *, fopen, (const char *path, const char *mode), (REDIRECTED, mode))
+INTERPOSE(FILE *, fopen64, (const char *path, const char *mode), (REDIRECTED, mode))
+INTERPOSE(DIR *, opendir, (const char *path), (REDIRECTED))
 
 #ifndef NETLINK_RDMA
 #define NETLINK_RDMA 20

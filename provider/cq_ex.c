@@ -53,55 +53,23 @@ static void end_poll(struct ibv_cq_ex *cqx)
 	pthread_mutex_unlock(&poller_of(cqx)->lock);
 }
 
-static enum ibv_wc_opcode read_opcode(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.opcode;
-}
+/* The readers of the current completion: one per ibv_wc field, all alike. */
+#define CQ_EX_READER(type, field)					\
+	static type read_##field(struct ibv_cq_ex *cqx)			\
+	{								\
+		return poller_of(cqx)->current.field;			\
+	}
 
-static uint32_t read_vendor_err(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.vendor_err;
-}
-
-static uint32_t read_byte_len(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.byte_len;
-}
-
-static __be32 read_imm_data(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.imm_data;
-}
-
-static uint32_t read_qp_num(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.qp_num;
-}
-
-static uint32_t read_src_qp(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.src_qp;
-}
-
-static unsigned int read_wc_flags(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.wc_flags;
-}
-
-static uint32_t read_slid(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.slid;
-}
-
-static uint8_t read_sl(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.sl;
-}
-
-static uint8_t read_dlid_path_bits(struct ibv_cq_ex *cqx)
-{
-	return poller_of(cqx)->current.dlid_path_bits;
-}
+CQ_EX_READER(enum ibv_wc_opcode, opcode)
+CQ_EX_READER(uint32_t, vendor_err)
+CQ_EX_READER(uint32_t, byte_len)
+CQ_EX_READER(__be32, imm_data)
+CQ_EX_READER(uint32_t, qp_num)
+CQ_EX_READER(uint32_t, src_qp)
+CQ_EX_READER(unsigned int, wc_flags)
+CQ_EX_READER(uint32_t, slid)
+CQ_EX_READER(uint8_t, sl)
+CQ_EX_READER(uint8_t, dlid_path_bits)
 
 int cq_ex_init(struct ibv_cq_ex *cqx, uint64_t wc_flags, cq_ex_poll_fn poll_cq)
 {
