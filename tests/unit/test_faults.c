@@ -49,6 +49,16 @@ static struct ibv_sge sge_of(struct rc_buf *b, struct ibv_mr *mr, size_t off, ui
 	return (struct ibv_sge){ .addr = (uintptr_t)b->p + off, .length = len, .lkey = mr->lkey };
 }
 
+/* An RDMA WRITE of bytes [off, off + len) of the source to the same place of the target. */
+static void post_write_at(struct rc_env *env, struct target *t, uint64_t wr_id, size_t off,
+			  uint32_t len)
+{
+	struct ibv_sge sge = sge_of(t->src, t->src_mr, off, len);
+
+	assert_int_equal(rc_post_rdma(env->a.qp, wr_id, IBV_WR_RDMA_WRITE, &sge, 1,
+				      (uintptr_t)t->dst->p + off, t->dst_mr->rkey), 0);
+}
+
 static void post_send_wr(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge)
 {
 	assert_int_equal(rc_post_rdma(qp, wr_id, IBV_WR_SEND, sge, 1, 0, 0), 0);
@@ -77,9 +87,7 @@ static void test_drop_recovered(void **state)
 	word_mr = rc_reg(env, env->pd, word->p, 16, RC_ACCESS_ALL);
 
 	for (id = 0; id < WRITES; id++) {
-		sge = sge_of(t.src, t.src_mr, id * CHUNK, CHUNK);
-		assert_int_equal(rc_post_rdma(env->a.qp, id, IBV_WR_RDMA_WRITE, &sge, 1,
-					      (uintptr_t)t.dst->p + id * CHUNK, t.dst_mr->rkey), 0);
+		post_write_at(env, &t, id, id * CHUNK, CHUNK);
 	}
 	for (id = 0; id < WRITES; id++)
 		rc_expect_wc(env->a.scq, id, IBV_WC_SUCCESS, NULL);
@@ -138,8 +146,7 @@ static void test_drop_all_retry_exceeded(void **state)
 	make_target(env, &t, 4096);
 	sge = sge_of(t.src, t.src_mr, 0, 4096);
 	t0 = rc_now_ms();
-	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
-				      (uintptr_t)t.dst->p, t.dst_mr->rkey), 0);
+	post_write_at(env, &t, 1, 0, 4096);
 	post_send_wr(env->a.qp, 2, &sge);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_RETRY_EXC_ERR, NULL);
 	took = rc_now_ms() - t0;
@@ -207,13 +214,10 @@ static void test_access_error(void **state)
 {
 	struct rc_env *env = *state;
 	struct target t;
-	struct ibv_sge sge;
 
 	rc_pair(env, NULL, NULL);
 	make_target(env, &t, 4096);
-	sge = sge_of(t.src, t.src_mr, 0, 4096);
-	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
-				      (uintptr_t)t.dst->p, t.dst_mr->rkey), 0);
+	post_write_at(env, &t, 1, 0, 4096);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_REM_ACCESS_ERR, NULL);
 	rc_wait_state(env->a.qp, IBV_QPS_ERR);
 	rc_wait_state(env->b.qp, IBV_QPS_ERR);
@@ -248,20 +252,15 @@ static void test_kill_after_messages(void **state)
 	struct rc_env *env = *state;
 	struct rc_qp_opts o;
 	struct target t;
-	struct ibv_sge sge;
 
 	fast_opts(&o);
 	rc_pair(env, &o, &o);
 	make_target(env, &t, 4 * 1024);
 	for (uint64_t id = 0; id < 3; id++) {
-		sge = sge_of(t.src, t.src_mr, id * 1024, 1024);
-		assert_int_equal(rc_post_rdma(env->a.qp, id, IBV_WR_RDMA_WRITE, &sge, 1,
-					      (uintptr_t)t.dst->p + id * 1024, t.dst_mr->rkey), 0);
+		post_write_at(env, &t, id, id * 1024, 1024);
 		rc_expect_wc(env->a.scq, id, IBV_WC_SUCCESS, NULL);
 	}
-	sge = sge_of(t.src, t.src_mr, 3 * 1024, 1024);
-	assert_int_equal(rc_post_rdma(env->a.qp, 3, IBV_WR_RDMA_WRITE, &sge, 1,
-				      (uintptr_t)t.dst->p + 3 * 1024, t.dst_mr->rkey), 0);
+	post_write_at(env, &t, 3, 3 * 1024, 1024);
 	rc_expect_wc(env->a.scq, 3, IBV_WC_RETRY_EXC_ERR, NULL);
 	rc_wait_state(env->a.qp, IBV_QPS_ERR);
 	rc_expect_bytes(t.dst->p, t.src->p, 3 * 1024, "what came before the cut");
@@ -276,15 +275,12 @@ static void test_delay_slower(void **state)
 {
 	struct rc_env *env = *state;
 	struct target t;
-	struct ibv_sge sge;
 	uint64_t t0 = rc_now_ms();
 
 	rc_pair(env, NULL, NULL);
 	make_target(env, &t, 5 * 1024);
 	for (uint64_t id = 0; id < 5; id++) {
-		sge = sge_of(t.src, t.src_mr, id * 1024, 1024);
-		assert_int_equal(rc_post_rdma(env->a.qp, id, IBV_WR_RDMA_WRITE, &sge, 1,
-					      (uintptr_t)t.dst->p + id * 1024, t.dst_mr->rkey), 0);
+		post_write_at(env, &t, id, id * 1024, 1024);
 		rc_expect_wc(env->a.scq, id, IBV_WC_SUCCESS, NULL);
 	}
 	rc_expect_bytes(t.dst->p, t.src->p, 5 * 1024, "written late");
@@ -315,9 +311,7 @@ static void test_rnr_wait_then_lost_ack(void **state)
 	usleep(50 * 1000);
 	sge = sge_of(t.dst, t.dst_mr, 4096, 4096);
 	rc_post_recv(env->b.qp, 7, &sge, 1);
-	sge = sge_of(t.src, t.src_mr, 0, 4096);
-	assert_int_equal(rc_post_rdma(env->a.qp, 2, IBV_WR_RDMA_WRITE, &sge, 1,
-				      (uintptr_t)t.dst->p, t.dst_mr->rkey), 0);
+	post_write_at(env, &t, 2, 0, 4096);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
 	rc_expect_wc(env->a.scq, 2, IBV_WC_SUCCESS, NULL);
 	rc_expect_wc(env->b.rcq, 7, IBV_WC_SUCCESS, NULL);
