@@ -16,6 +16,7 @@
 #include <infiniband/verbs.h>
 
 #include "emu/log.h"
+#include "verbs_log_file.h"
 
 static char path[] = "/tmp/softrdma-test-log.XXXXXX";
 static int formatted;
@@ -65,14 +66,6 @@ int main(void)
 		cmocka_unit_test(test_fallback_writes_verbs_log_file),
 		cmocka_unit_test(test_access_names),
 	};
-	int fd = mkstemp(path), failed;
 
-	if (fd < 0)
-		return 1;
-	close(fd);
-	setenv("VERBS_LOG_LEVEL", "2", 1);
-	setenv("VERBS_LOG_FILE", path, 1);
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	unlink(path);
-	return failed;
+	return run_group_logging_to(tests, "2", path);
 }

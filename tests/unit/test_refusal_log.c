@@ -21,6 +21,7 @@
 #include <infiniband/verbs.h>
 
 #include "rc_fixture.h"
+#include "verbs_log_file.h"
 
 #define LEN		64
 #define REGION		4096
@@ -265,15 +266,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_qp_rights, setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_mw_binding, setup, rc_teardown),
 	};
-	int fd = mkstemp(log_path), failed;
 
-	if (fd < 0)
-		return 1;
-	close(fd);
-	/* libibverbs reads both once, when the first device list is asked for. */
-	setenv("VERBS_LOG_LEVEL", "4", 1);
-	setenv("VERBS_LOG_FILE", log_path, 1);
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	unlink(log_path);
-	return failed;
+	return run_group_logging_to(tests, "4", log_path);
 }
