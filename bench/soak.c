@@ -116,7 +116,23 @@ static void open_side(struct side *s, size_t max)
 		die("mr/qp");
 }
 
-static void connect_qp(struct side *s, const struct peer *me, const struct peer *them)
+static void post_recv(struct side *s, int slot)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + (size_t)slot * s->slot,
+			       .length = (uint32_t)s->slot, .lkey = s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = (uint64_t)slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	errno = ibv_post_recv(s->qp, &wr, &bad);
+	if (errno)
+		die("post_recv");
+}
+
+/*
+ * RESET to RTS. A receiving side posts its receives in INIT: a QP in RESET takes none
+ * (EINVAL, as rxe and mlx5), and they must be there before the peer's first SEND.
+ */
+static void connect_qp(struct side *s, const struct peer *me, const struct peer *them,
+		       int receives)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE };
@@ -124,6 +140,8 @@ static void connect_qp(struct side *s, const struct peer *me, const struct peer 
 	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				     IBV_QP_ACCESS_FLAGS))
 		die("INIT");
+	for (int i = 0; i < receives; i++)
+		post_recv(s, i);
 	a = (struct ibv_qp_attr){
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_4096, .dest_qp_num = them->qpn,
 		.rq_psn = them->psn, .max_dest_rd_atomic = 1, .min_rnr_timer = 1,
@@ -142,7 +160,7 @@ static void connect_qp(struct side *s, const struct peer *me, const struct peer 
 }
 
 /* Out of band: the server accepts one TCP connection; both send their QPN, PSN and GID. */
-static void exchange(int fd, struct side *s, struct peer *them)
+static void exchange(int fd, struct side *s, struct peer *them, int receives)
 {
 	struct peer me = { .qpn = s->qp->qp_num, .psn = (uint32_t)getpid() & 0xffffff };
 
@@ -150,17 +168,7 @@ static void exchange(int fd, struct side *s, struct peer *them)
 		die("gid");
 	if (write(fd, &me, sizeof(me)) != sizeof(me) || read(fd, them, sizeof(*them)) != sizeof(*them))
 		die("exchange");
-	connect_qp(s, &me, them);
-}
-
-static void post_recv(struct side *s, int slot)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + (size_t)slot * s->slot,
-			       .length = (uint32_t)s->slot, .lkey = s->mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = (uint64_t)slot, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	if (ibv_post_recv(s->qp, &wr, &bad))
-		die("post_recv");
+	connect_qp(s, &me, them, receives);
 }
 
 static struct ibv_wc wait_wc(struct side *s)
@@ -200,9 +208,7 @@ static int server(int port, uint32_t max)
 	fd = accept(lfd, NULL, NULL);
 	if (fd < 0)
 		die("accept");
-	for (int i = 0; i < DEPTH; i++)
-		post_recv(&s, i);
-	exchange(fd, &s, &them);
+	exchange(fd, &s, &them, DEPTH);
 	t0 = last = now_s();
 	while (sent == UINT64_MAX) {
 		struct ibv_wc wc = wait_wc(&s);
@@ -269,7 +275,7 @@ static int client(const char *host, int port, double seconds, uint32_t max)
 	if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen))
 		die("connect");
 	freeaddrinfo(ai);
-	exchange(fd, &s, &them);
+	exchange(fd, &s, &them, 0);
 	t0 = last = now_s();
 	for (bool end = false; !end || outstanding;) {
 		if (outstanding == DEPTH || (end && outstanding)) {
