@@ -87,6 +87,18 @@ static void walk(struct conf_env *e, const struct qp_params *p, enum ibv_qp_stat
 		setup_failed("walk_rts", err);
 }
 
+/* Two RC QPs: B in RTR towards A, and A walked from RESET up to state FROM. */
+static void open_pair_at(struct conf_env *e, struct qp_params *p, enum ibv_qp_state from)
+{
+	env_open(e);
+	qp_params_default(p, IBV_QPT_RC);
+	end_create(e, p, &e->a);
+	end_create(e, p, &e->b);
+	if (qp_to_init(e->b.qp, p, 0, 0) || qp_to_rtr(e, e->b.qp, p, e->a.qp->qp_num, 0, 0))
+		setup_failed("peer", 1);
+	walk(e, p, from);
+}
+
 static void modify_case(const struct conf_case *c)
 {
 	const struct qp_move *m = &moves[c->a];
@@ -95,13 +107,7 @@ static void modify_case(const struct conf_case *c)
 	struct ibv_qp_attr attr;
 	int err;
 
-	env_open(&e);
-	qp_params_default(&p, IBV_QPT_RC);
-	end_create(&e, &p, &e.a);
-	end_create(&e, &p, &e.b);
-	if (qp_to_init(e.b.qp, &p, 0, 0) || qp_to_rtr(&e, e.b.qp, &p, e.a.qp->qp_num, 0, 0))
-		setup_failed("peer", 1);
-	walk(&e, &p, m->from);
+	open_pair_at(&e, &p, m->from);
 	memset(&attr, 0, sizeof(attr));
 	switch (m->to) {
 	case T_INIT: err = qp_to_init(e.a.qp, &p, m->extra, m->missing); break;
@@ -163,13 +169,7 @@ static void post_in_state_case(const struct conf_case *c)
 	uint8_t *buf;
 	int err, got;
 
-	env_open(&e);
-	qp_params_default(&p, IBV_QPT_RC);
-	end_create(&e, &p, &e.a);
-	end_create(&e, &p, &e.b);
-	if (qp_to_init(e.b.qp, &p, 0, 0) || qp_to_rtr(&e, e.b.qp, &p, e.a.qp->qp_num, 0, 0))
-		setup_failed("peer", 1);
-	walk(&e, &p, from);
+	open_pair_at(&e, &p, from);
 	buf = buf_alloc(BUF_SIZE);
 	mr = mr_reg(e.pd, buf, BUF_SIZE, ACCESS_ALL);
 	if (recv)
