@@ -8,8 +8,10 @@
 #   (large payloads take the same-host path), ib_write_bw/ib_send_bw again from 4 KiB with
 #   SOFTRDMA_SAME_HOST=0 (every byte through TCP),
 #   ib_write_lat/ib_read_lat/ib_send_lat at 8 B and 4 KiB (ib_write_lat at 8 B again with
-#   packet capture on, SOFTRDMA_PCAP), and the message rate of 8-byte
-#   writes with a deep queue;
+#   packet capture on, SOFTRDMA_PCAP; at 8 B again over the TCP path), and the message rate
+#   of 8-byte writes with a deep queue;
+# - small messages beside 2 x nproc busy loops: ib_write_lat and ib_write_bw at 8 B, and
+#   qperf's TCP figures under the same load;
 # - the raw-TCP reference at the same sizes: qperf tcp_bw and tcp_lat over loopback;
 #   the softrdma and TCP runs of one size follow each other, round after round, so machine
 #   noise hits both alike; every figure is the median of the rounds that worked;
@@ -155,11 +157,11 @@ perftest() {
 	fi
 }
 
-# tcp SIZE ROUND: qperf tcp_bw and tcp_lat over loopback (records bw as MB/s and Mmsg/s;
-# latency, one way as qperf reports it, in µs).
+# tcp SIZE ROUND [SUFFIX]: qperf tcp_bw and tcp_lat over loopback (records bw as MB/s and
+# Mmsg/s; latency, one way as qperf reports it, in µs), as tcp_bw$SUFFIX and tcp_lat$SUFFIX.
 qperf_port=0
 tcp() {
-	local size=$1 round=$2 rc=0 log="$work/tcp.$1.$2" bw rate lat cmd
+	local size=$1 round=$2 sfx=${3:-} rc=0 log="$work/tcp.$1.$2${3:-}" bw rate lat cmd
 	cmd="qperf localhost -lp $qperf_port -t 1 -m $size -uu -v tcp_bw tcp_lat"
 	# shellcheck disable=SC2086
 	timeout -k 2 "$run_timeout" $cmd >"$log" 2>&1 || rc=$?
@@ -169,17 +171,35 @@ tcp() {
 		END { printf "%s %s %s\n", bw == "" ? "-" : bw / 1e6, r == "" ? "-" : r / 1e6,
 		      l == "" ? "-" : l / 1e3 }' "$log")
 	if [ "$rc" -eq 0 ] && [ "$bw" != - ]; then
-		record tcp_bw "$size" "$round" 1 "$bw" "$rate" - - 0 "" "$cmd"
+		record "tcp_bw$sfx" "$size" "$round" 1 "$bw" "$rate" - - 0 "" "$cmd"
 	else
-		record tcp_bw "$size" "$round" 0 - - - - 0 "exit $rc: $(errors_of "$log")" "$cmd"
+		record "tcp_bw$sfx" "$size" "$round" 0 - - - - 0 "exit $rc: $(errors_of "$log")" "$cmd"
 	fi
 	if [ "$rc" -eq 0 ] && [ "$lat" != - ]; then
-		record tcp_lat "$size" "$round" 1 "$lat" - - - 0 "" "$cmd"
+		record "tcp_lat$sfx" "$size" "$round" 1 "$lat" - - - 0 "" "$cmd"
 	else
-		record tcp_lat "$size" "$round" 0 - - - - 0 "exit $rc: $(errors_of "$log")" "$cmd"
+		record "tcp_lat$sfx" "$size" "$round" 0 - - - - 0 "exit $rc: $(errors_of "$log")" "$cmd"
 	fi
-	printf '  %-14s %8s B  %s  %s MB/s, %s µs one way\n' tcp "$size" \
+	printf '  %-14s %8s B  %s  %s MB/s, %s µs one way\n' "tcp$sfx" "$size" \
 		"$([ "$rc" -eq 0 ] && echo 'ok  ' || echo FAIL)" "$bw" "$lat"
+}
+
+# hog_start / hog_stop: 2 x nproc busy loops, as a loaded CI runner has (tests/stress/loaded.sh
+# runs the tests beside the same).
+hogs=()
+hog_start() {
+	local i
+	for ((i = 0; i < 2 * $(nproc); i++)); do
+		(while :; do :; done) &
+		hogs+=($!)
+		live[$!]=1
+	done
+}
+hog_stop() {
+	local p
+	for p in "${hogs[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${hogs[@]}"; do wait "$p" 2>/dev/null; unset "live[$p]"; done
+	hogs=()
 }
 
 sizes=(8 64 4096 65536 1048576)
@@ -264,6 +284,15 @@ for ((r = 1; r <= rounds; r++)); do
 	perftest pcap_write_lat 8 "$r" env SOFTRDMA_PCAP="$work/capture.pcapng" \
 		ib_write_lat -s 8 -n 3000
 	rm -f "$work"/capture.*pcapng
+	# Small messages (docs/performance.md): 8 B latency over the TCP path too, and the
+	# 8 B runs again beside 2 x nproc busy loops, with TCP's under the same load.
+	perftest write_lat_tcp 8 "$r" env SOFTRDMA_SAME_HOST=0 ib_write_lat -s 8 -n 3000
+	hog_start
+	tcp 8 "$r" _loaded
+	# Fewer iterations: on a busy 2-core machine 3000 round trips can pass RUN_TIMEOUT.
+	perftest write_lat_loaded 8 "$r" ib_write_lat -s 8 -n 1000
+	perftest write_bw_loaded 8 "$r" ib_write_bw -s 8 -n 5000
+	hog_stop
 	done_rounds=$r
 	round_s=$(($(elapsed) - r0))
 done
@@ -322,6 +351,31 @@ md="$results/latest.md"
 	a=$(med msgrate 8 6)
 	b=$(med tcp_bw 8 6)
 	echo "| msg rate, 8 B writes | 8 B | $(fmt "$a" M/s "$(rng msgrate 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks msgrate 8) |"
+	echo
+	echo "| small messages, 8 B | softrdma: median (min-max) | TCP (qperf): median (min-max) | ratio of medians (>1: softrdma ahead) | softrdma runs ok |"
+	echo "| --- | --- | --- | --- | --- |"
+	a=$(med write_bw 8 6)
+	b=$(med tcp_bw 8 6)
+	echo "| msg rate, writes without posting lists (ib_write_bw -s 8) | $(fmt "$a" M/s "$(rng write_bw 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks write_bw 8) |"
+	for t in write_lat write_lat_tcp write_lat_loaded; do
+		case $t in
+		write_lat) label="" tl=tcp_lat ;;
+		write_lat_tcp) label=", TCP path only" tl=tcp_lat ;;
+		*) label=", beside 2 x nproc busy loops" tl=tcp_lat_loaded ;;
+		esac
+		a=$(med "$t" 8 6)
+		b=$(med "$tl" 8)
+		echo "| lat write p50 (t_typical)$label | $(fmt "$a" µs "$(rng "$t" 8 6)") | $(fmt "$b" µs "$(rng "$tl" 8)") | $(ratio "$b" "$a") | $(oks "$t" 8) |"
+		echo "| lat write p99$label | $(fmt "$(med "$t" 8 8)" µs "$(rng "$t" 8 8)") | | | $(oks "$t" 8) |"
+	done
+	a=$(med write_bw_loaded 8 6)
+	b=$(med tcp_bw_loaded 8 6)
+	echo "| msg rate without posting lists, beside 2 x nproc busy loops | $(fmt "$a" M/s "$(rng write_bw_loaded 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw_loaded 8 6)") | $(ratio "$a" "$b") | $(oks write_bw_loaded 8) |"
+	a=$(med write_lat_loaded 8 6)
+	b=$(med write_lat 8 6)
+	echo "| lat write p50: loaded ÷ quiet (target ≤ 2) | $(ratio "$a" "$b") | | | |"
+	echo
+	echo "TCP's latency is qperf's average (it gives no percentiles), one way."
 	echo
 	echo "| same-host path ÷ TCP path (SOFTRDMA_SAME_HOST=0) | size | same-host | TCP path | ratio |"
 	echo "| --- | --- | --- | --- | --- |"
@@ -423,6 +477,15 @@ json="$results/latest.json"
 		"$(jnum "$(ratio "$(med write_lat 8)" "$(med pcap_write_lat 8)")")" "$(oks pcap_write_lat 8)"
 	printf '\n  "msgrate": {"test": "ib_write_bw -s 8 -t 512 -l 16", "mmsg_s": %s, "tcp_8B_mmsg_s": %s, "ratio": %s, "ok": "%s"},\n' \
 		"$(jnum "$a")" "$(jnum "$b")" "$(jnum "$(ratio "$a" "$b")")" "$(oks msgrate 8)"
+	printf '  "small": {"msgrate_no_lists_mmsg_s": %s, "tcp_mmsg_s": %s, "lat_p50_us": %s, "lat_p99_us": %s, "tcp_path_lat_p50_us": %s, "tcp_path_lat_p99_us": %s, "tcp_lat_us": %s,\n' \
+		"$(jnum "$(med write_bw 8 6)")" "$(jnum "$(med tcp_bw 8 6)")" "$(jnum "$(med write_lat 8 6)")" \
+		"$(jnum "$(med write_lat 8 8)")" "$(jnum "$(med write_lat_tcp 8 6)")" \
+		"$(jnum "$(med write_lat_tcp 8 8)")" "$(jnum "$(med tcp_lat 8)")"
+	printf '    "loaded": {"lat_p50_us": %s, "lat_p99_us": %s, "tcp_lat_us": %s, "msgrate_no_lists_mmsg_s": %s, "tcp_mmsg_s": %s, "lat_p50_loaded_over_quiet": %s}},\n' \
+		"$(jnum "$(med write_lat_loaded 8 6)")" "$(jnum "$(med write_lat_loaded 8 8)")" \
+		"$(jnum "$(med tcp_lat_loaded 8)")" "$(jnum "$(med write_bw_loaded 8 6)")" \
+		"$(jnum "$(med tcp_bw_loaded 8 6)")" \
+		"$(jnum "$(ratio "$(med write_lat_loaded 8 6)" "$(med write_lat 8 6)")")"
 	printf '  "scale": ['
 	sep=""
 	for j in "${scale_json[@]}"; do
