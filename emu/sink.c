@@ -79,6 +79,12 @@ void sink_place(struct rx_sink *s, const uint8_t *src, size_t n)
 	}
 }
 
+static ssize_t sink_discard(int fd, size_t n)
+{
+	return recv(fd, discard_buf, n < sizeof(discard_buf) ? n : sizeof(discard_buf),
+		    MSG_DONTWAIT);
+}
+
 ssize_t sink_recv(struct rx_sink *s, int fd, size_t n)
 {
 	struct mem_region *ref = NULL;
@@ -87,11 +93,18 @@ ssize_t sink_recv(struct rx_sink *s, int fd, size_t n)
 	ssize_t got;
 
 	if (!sink_window(s, n, &dst, &room, &ref))
-		return recv(fd, discard_buf, n < sizeof(discard_buf) ? n : sizeof(discard_buf),
-			    MSG_DONTWAIT);
+		return sink_discard(fd, n);
 	got = recv(fd, dst, room, MSG_DONTWAIT);
 	if (ref)
 		mr_put(ref);
+	if (got < 0 && errno == EFAULT) {
+		/*
+		 * A page of the target is not there (an unpinned region the application
+		 * unmapped): TCP kept the bytes, the access fails and they are discarded.
+		 */
+		s->failure = MEM_ACCESS_PAGE_FAULT;
+		return sink_discard(fd, n);
+	}
 	if (got > 0)
 		s->offset += (uint64_t)got;
 	return got;
