@@ -544,6 +544,21 @@ static enum mem_access_result mem_lookup(struct mem_table *t, uint32_t key,
 	return res;
 }
 
+/* Whether key is a window's, bound or not (an unbound window's key opens nothing). */
+static bool window_key(struct mem_table *t, uint32_t key)
+{
+	uint32_t slot = key_slot(t, key);
+	bool found;
+
+	if (slot >= t->nslots)
+		return false;
+	pthread_mutex_lock(&t->lock);
+	found = t->slots[slot].kind == MEM_KIND_WINDOW &&
+		(uint32_t)atomic_load_explicit(&t->slots[slot].ctl, memory_order_relaxed) == key;
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
 int mr_advice_target(struct mem_table *t, uint32_t lkey, uint32_t pd_handle, bool write,
 		     uint64_t addr, uint64_t length, struct mem_region **mr_ref, void **host_ptr)
 {
@@ -552,7 +567,7 @@ int mr_advice_target(struct mem_table *t, uint32_t lkey, uint32_t pd_handle, boo
 
 	*mr_ref = NULL;
 	if (!mr)
-		return ENOENT;
+		return window_key(t, lkey) ? EINVAL : ENOENT;
 	if (mr->kind == MEM_KIND_WINDOW)
 		err = EINVAL;		/* a key, but of something else than a region */
 	else if (!(mr->access & IBV_ACCESS_ON_DEMAND))
