@@ -15,6 +15,12 @@
 
 static uint8_t discard_buf[65536];
 
+/*
+ * The most one chunk's check covers: an ODP region's check faults the chunk's pages in, so
+ * a large message is faulted in as it arrives, never its whole remaining length per chunk.
+ */
+#define SINK_CHUNK_MAX	(1u << 20)
+
 uint64_t sge_total_length(const struct ibv_sge *sge, int num_sge)
 {
 	uint64_t total = 0;
@@ -33,6 +39,8 @@ static bool sink_window(struct rx_sink *s, size_t want, uint8_t **ptr, size_t *r
 
 	if (s->kind == SINK_DISCARD || s->failure != MEM_ACCESS_OK)
 		return false;
+	if (want > SINK_CHUNK_MAX)
+		want = SINK_CHUNK_MAX;
 	if (s->kind == SINK_REMOTE) {
 		r = mr_check_remote_access(s->mem, s->rkey, s->pd_handle, s->qpn,
 					   s->qp_access,
