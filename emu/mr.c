@@ -873,7 +873,7 @@ static const char *const rule_names[] = {
 	[MEM_ACCESS_QP_NO_RIGHT]	= "QP rights",
 	[MEM_ACCESS_PEER_FAULT]		= "peer memory gone",
 	[MEM_ACCESS_MW_QP]		= "MW binding",
-	[MEM_ACCESS_PAGE_FAULT]		= "ODP page fault",
+	[MEM_ACCESS_PAGE_FAULT]		= "page fault",
 };
 
 const char *mem_access_rule(enum mem_access_result r)

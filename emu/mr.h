@@ -78,7 +78,7 @@ enum mem_access_result {
 	MEM_ACCESS_QP_NO_RIGHT,		/* qp_access_flags lack the right */
 	MEM_ACCESS_PEER_FAULT,		/* same-host path: the requester's memory is gone */
 	MEM_ACCESS_MW_QP,		/* a type 2 window bound through another QP */
-	MEM_ACCESS_PAGE_FAULT,		/* ODP: a page of the range cannot be faulted in */
+	MEM_ACCESS_PAGE_FAULT,		/* a page of the range cannot be faulted in (ODP), or is gone */
 };
 
 /* The name of the rule a result broke, for the log: "wrong key", "out of range", ... */
