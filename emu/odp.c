@@ -44,7 +44,8 @@ bool odp_fault_in(void *addr, uint64_t length, bool write)
 	if (!populate_works || !length)
 		return true;
 	start = (uintptr_t)addr & ~(page_size - 1);
-	if ((uintptr_t)addr > UINTPTR_MAX - (length - 1) - page_size)
+	if (length - 1 > UINTPTR_MAX - page_size ||
+	    (uintptr_t)addr > UINTPTR_MAX - page_size - (length - 1))
 		return false;	/* past the top of the address space: nothing is mapped there */
 	end = ((uintptr_t)addr + (length - 1)) | (page_size - 1);
 	return madvise((void *)start, end - start + 1,

@@ -209,6 +209,37 @@ static void test_implicit_odp_write_read_atomic_anywhere(void **state)
 	assert_int_equal(ibv_dereg_mr(imr), 0);
 }
 
+/* Addresses the implicit region covers but the process cannot map: refused, not faulted. */
+struct implicit_hole_case {
+	const char *name;
+	uint64_t va;
+};
+
+static const struct implicit_hole_case implicit_holes[] = {
+	{ "test_implicit_odp_write_to_page_zero_is_rem_access_err", 0x100 },
+	{ "test_implicit_odp_write_to_top_of_space_is_rem_access_err", UINT64_MAX - 63 },
+	{ "test_implicit_odp_write_to_kernel_half_is_rem_access_err", 0xffff800000000000ull },
+};
+
+static void run_implicit_hole(void **state)
+{
+	struct rc_env *env = *state;
+	const struct implicit_hole_case *c = env->param;
+	struct rc_buf *lb;
+	struct ibv_mr *imr;
+	struct ibv_sge sge;
+
+	rc_pair(env, NULL, NULL);
+	lb = rc_alloc(env, env->page);
+	imr = rc_reg(env, env->pd, NULL, SIZE_MAX, ODP_ACCESS);
+	sge = rc_sge(lb->p, 64, imr);
+	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1, c->va,
+				      imr->rkey), 0);
+	rc_expect_wc(env->a.scq, 1, IBV_WC_REM_ACCESS_ERR, NULL);
+	rc_wait_state(env->b.qp, IBV_QPS_ERR);
+	rc_expect_async_qp(env, IBV_EVENT_QP_ACCESS_ERR, env->b.qp);
+}
+
 /* ---- A page that cannot be faulted in ---- */
 
 enum hole_kind { HOLE_UNMAPPED, HOLE_PROT_NONE, HOLE_READ_ONLY };
@@ -434,6 +465,7 @@ int main(void)
 	TABLE(run_reg_refusal, reg_refusals);
 	case_add(&l, T(odp_write_and_read_fault_in_untouched_pages));
 	case_add(&l, T(implicit_odp_write_read_atomic_anywhere));
+	TABLE(run_implicit_hole, implicit_holes);
 	TABLE(run_remote_hole, remote_holes);
 	case_add(&l, T(odp_send_from_prot_none_page_is_loc_prot_err));
 	case_add(&l, T(odp_receive_into_unmapped_page_is_loc_prot_err));
