@@ -435,6 +435,15 @@ static bool mem_range_ok(const struct mem_region *mr, uint64_t iova, uint64_t le
 }
 
 /*
+ * Where iova lies in this process. In integers: the implicit ODP region's host_addr is
+ * NULL, and an offset from a null pointer is undefined in C.
+ */
+static void *mem_host(const struct mem_region *mr, uint64_t iova)
+{
+	return (void *)((uintptr_t)mr->host_addr + (uintptr_t)(iova - mr->iova));
+}
+
+/*
  * An ODP region's pages are faulted in as the NIC would on first touch, writable if the
  * access writes; one that cannot be (unmapped, PROT_NONE, read-only for a write) fails the
  * access here instead of faulting the process later. A pinned region costs one bit test.
@@ -444,7 +453,7 @@ static bool mem_present(const struct mem_region *mr, uint64_t iova, uint64_t len
 {
 	if (!(mr->access & IBV_ACCESS_ON_DEMAND) || !length)
 		return true;
-	return odp_fault_in((char *)mr->host_addr + (iova - mr->iova), length,
+	return odp_fault_in(mem_host(mr, iova), length,
 			    needed & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				      IBV_ACCESS_REMOTE_ATOMIC));
 }
@@ -499,7 +508,7 @@ static enum mem_access_result window_lookup(struct mem_table *t, struct mem_regi
 		res = MEM_ACCESS_PAGE_FAULT;
 	else {
 		*mr_ref = w;
-		*host_ptr = (char *)mr->host_addr + (iova - mr->iova);
+		*host_ptr = mem_host(mr, iova);
 		return MEM_ACCESS_OK;
 	}
 	describe(why, mr ? mr : w);	/* the region, if the window's own checks passed */
@@ -536,7 +545,7 @@ static enum mem_access_result mem_lookup(struct mem_table *t, uint32_t key,
 		res = MEM_ACCESS_PAGE_FAULT;
 	} else {
 		*mr_ref = mr;
-		*host_ptr = (char *)mr->host_addr + (iova - mr->iova);
+		*host_ptr = mem_host(mr, iova);
 		return MEM_ACCESS_OK;
 	}
 	describe(why, mr);
@@ -580,7 +589,7 @@ int mr_advice_target(struct mem_table *t, uint32_t lkey, uint32_t pd_handle, boo
 		err = EFAULT;
 	else {
 		*mr_ref = mr;
-		*host_ptr = (char *)mr->host_addr + (addr - mr->iova);
+		*host_ptr = mem_host(mr, addr);
 		return 0;
 	}
 	mem_put(mr);
