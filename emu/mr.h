@@ -188,9 +188,10 @@ int mw_invalidate(struct mem_table *t, uint32_t rkey, uint32_t pd_handle, bool f
  * (needed = IBV_ACCESS_REMOTE_WRITE), READ (IBV_ACCESS_REMOTE_READ) and
  * ATOMIC (IBV_ACCESS_REMOTE_ATOMIC, length 8), by the QP qpn.  Checks, in rxe's
  * order: QP right, atomic length, zero length, key, PD, region right, bounds,
- * atomic alignment.  A window's key is checked as a window (PD, QP for type 2,
- * its rights, its range) and then against its region, which must still be
- * registered and hold the range.  Any other needed is MEM_ACCESS_QP_NO_RIGHT
+ * atomic alignment, and last, for an ODP region, its pages faulted in
+ * (MEM_ACCESS_PAGE_FAULT where one cannot be: emu/odp.h).  A window's key is
+ * checked as a window (PD, QP for type 2, its rights, its range) and then
+ * against its region, which must still be registered and hold the range.  Any other needed is MEM_ACCESS_QP_NO_RIGHT
  * (invalid request).
  * A zero-length WRITE/READ is MEM_ACCESS_OK with no key lookup,
  * *mr_ref == NULL and *host_ptr == NULL.  On MEM_ACCESS_OK with a non-NULL
