@@ -54,6 +54,21 @@
 				 IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B)
 #define EMU_ATOMIC_CAP		IBV_ATOMIC_HCA	/* atomic among this device's operations */
 
+/*
+ * On-demand paging (emu/odp.h): every access of every transport faults an ODP region's pages
+ * in, so each transport reports what it has: RC all six, as mlx5 and rxe; UD sends and
+ * receives, as rxe (mlx5: SEND and SRQ_RECV); UC what UC does (mlx5 and rxe report none).
+ * The implicit region (the whole address space) as mlx5; no XRC (its caps are 0).
+ */
+#define EMU_ODP_GENERAL_CAPS	(IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT)
+#define EMU_ODP_RC_CAPS		(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |		\
+				 IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |		\
+				 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV)
+#define EMU_ODP_UC_CAPS		(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |		\
+				 IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV)
+#define EMU_ODP_UD_CAPS		(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |		\
+				 IBV_ODP_SUPPORT_SRQ_RECV)
+
 #define EMU_NUM_PORTS		1
 #define EMU_PORT_MTU		IBV_MTU_4096
 #define EMU_PORT_MAX_MSG_UD	4096	/* a UD message fits the path MTU */

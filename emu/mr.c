@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 
 #include "emu/mr.h"
+#include "emu/odp.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -282,9 +283,15 @@ int mr_register(struct mem_table *t, uint32_t pd_handle, void *addr,
 		return err;
 	if (!length)
 		return EINVAL;	/* ib_umem_get() refuses an empty range, as rxe and mlx5 do */
-	err = mem_check_translation(t, addr, length, iova);
-	if (err)
-		return err;
+	if (mr_is_implicit_odp(addr, length, access)) {
+		/* mlx5's create_user_odp_mr() and ib_umem_odp_alloc_implicit(). */
+		if (iova || (access & IBV_ACCESS_HUGETLB))
+			return EINVAL;
+	} else {
+		err = mem_check_translation(t, addr, length, iova);
+		if (err)
+			return err;
+	}
 
 	pthread_mutex_lock(&t->lock);
 	err = mem_claim(t, MEM_KIND_REGION, &mr);
@@ -331,6 +338,13 @@ int mr_reregister(struct mem_table *t, struct mem_region *mr, int flags,
 	}
 	ctl = atomic_load_explicit(&mr->ctl, memory_order_relaxed);
 	if (!(ctl & CTL_LIVE)) {
+		pthread_mutex_unlock(&t->lock);
+		return EINVAL;
+	}
+	/* Pinned, the whole address space would be read and written without a fault-in. */
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !(access & IBV_ACCESS_ON_DEMAND) &&
+	    !(flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+	    mr_is_implicit_odp(mr->host_addr, mr->length, mr->access)) {
 		pthread_mutex_unlock(&t->lock);
 		return EINVAL;
 	}
@@ -421,6 +435,30 @@ static bool mem_range_ok(const struct mem_region *mr, uint64_t iova, uint64_t le
 }
 
 /*
+ * Where iova lies in this process. In integers: the implicit ODP region's host_addr is
+ * NULL, and an offset from a null pointer is undefined in C.
+ */
+static void *mem_host(const struct mem_region *mr, uint64_t iova)
+{
+	return (void *)((uintptr_t)mr->host_addr + (uintptr_t)(iova - mr->iova));
+}
+
+/*
+ * An ODP region's pages are faulted in as the NIC would on first touch, writable if the
+ * access writes; one that cannot be (unmapped, PROT_NONE, read-only for a write) fails the
+ * access here instead of faulting the process later. A pinned region costs one bit test.
+ */
+static bool mem_present(const struct mem_region *mr, uint64_t iova, uint64_t length,
+			int needed)
+{
+	if (!(mr->access & IBV_ACCESS_ON_DEMAND) || !length)
+		return true;
+	return odp_fault_in(mem_host(mr, iova), length,
+			    needed & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_ATOMIC));
+}
+
+/*
  * A window narrows its region: the window's PD, QP (type 2), rights and range decide, then
  * the region it is bound to must still be registered under the same key and hold the
  * range. On success the caller holds both slots (mr_put() drops both).
@@ -466,9 +504,11 @@ static enum mem_access_result window_lookup(struct mem_table *t, struct mem_regi
 		res = MEM_ACCESS_NO_RIGHT;	/* C10-74, should the region have been changed */
 	else if (!mem_range_ok(mr, iova, length))
 		res = MEM_ACCESS_OUT_OF_BOUNDS;
+	else if (!mem_present(mr, iova, length, needed))
+		res = MEM_ACCESS_PAGE_FAULT;
 	else {
 		*mr_ref = w;
-		*host_ptr = (char *)mr->host_addr + (iova - mr->iova);
+		*host_ptr = mem_host(mr, iova);
 		return MEM_ACCESS_OK;
 	}
 	describe(why, mr ? mr : w);	/* the region, if the window's own checks passed */
@@ -501,14 +541,59 @@ static enum mem_access_result mem_lookup(struct mem_table *t, uint32_t key,
 		res = MEM_ACCESS_NO_RIGHT;
 	} else if (!mem_range_ok(mr, iova, length)) {
 		res = MEM_ACCESS_OUT_OF_BOUNDS;
+	} else if (!mem_present(mr, iova, length, needed)) {
+		res = MEM_ACCESS_PAGE_FAULT;
 	} else {
 		*mr_ref = mr;
-		*host_ptr = (char *)mr->host_addr + (iova - mr->iova);
+		*host_ptr = mem_host(mr, iova);
 		return MEM_ACCESS_OK;
 	}
 	describe(why, mr);
 	mem_put(mr);
 	return res;
+}
+
+/* Whether key is a window's, bound or not (an unbound window's key opens nothing). */
+static bool window_key(struct mem_table *t, uint32_t key)
+{
+	uint32_t slot = key_slot(t, key);
+	bool found;
+
+	if (slot >= t->nslots)
+		return false;
+	pthread_mutex_lock(&t->lock);
+	found = t->slots[slot].kind == MEM_KIND_WINDOW &&
+		(uint32_t)atomic_load_explicit(&t->slots[slot].ctl, memory_order_relaxed) == key;
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+int mr_advice_target(struct mem_table *t, uint32_t lkey, uint32_t pd_handle, bool write,
+		     uint64_t addr, uint64_t length, struct mem_region **mr_ref, void **host_ptr)
+{
+	struct mem_region *mr = mem_get(t, lkey);
+	int err;
+
+	*mr_ref = NULL;
+	if (!mr)
+		return window_key(t, lkey) ? EINVAL : ENOENT;
+	if (mr->kind == MEM_KIND_WINDOW)
+		err = EINVAL;		/* a key, but of something else than a region */
+	else if (!(mr->access & IBV_ACCESS_ON_DEMAND))
+		err = ENOENT;		/* mlx5 looks among its ODP keys only */
+	else if (mr->pd_handle != pd_handle)
+		err = EPERM;
+	else if (write && !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+		err = EPERM;
+	else if (!mem_range_ok(mr, addr, length))
+		err = EFAULT;
+	else {
+		*mr_ref = mr;
+		*host_ptr = mem_host(mr, addr);
+		return 0;
+	}
+	mem_put(mr);
+	return err;
 }
 
 enum mem_access_result mr_check_remote_access(struct mem_table *t, uint32_t rkey,
@@ -770,9 +855,10 @@ static const enum ibv_wc_status remote_wc_status[] = {
 	[MEM_ACCESS_QP_NO_RIGHT]	= IBV_WC_REM_INV_REQ_ERR,
 	[MEM_ACCESS_PEER_FAULT]		= IBV_WC_REM_OP_ERR,
 	[MEM_ACCESS_MW_QP]		= IBV_WC_REM_ACCESS_ERR,
+	[MEM_ACCESS_PAGE_FAULT]		= IBV_WC_REM_ACCESS_ERR,	/* rxe: RKEY_VIOLATION */
 };
 
-/* mr_check_local_access() yields only the first five; the rest never occur. */
+/* mr_check_local_access() yields the first five and PAGE_FAULT; the rest never occur. */
 static const enum ibv_wc_status local_wc_status[] = {
 	[MEM_ACCESS_OK]			= IBV_WC_SUCCESS,
 	[MEM_ACCESS_BAD_KEY]		= IBV_WC_LOC_PROT_ERR,
@@ -783,6 +869,7 @@ static const enum ibv_wc_status local_wc_status[] = {
 	[MEM_ACCESS_QP_NO_RIGHT]	= IBV_WC_LOC_PROT_ERR,
 	[MEM_ACCESS_PEER_FAULT]		= IBV_WC_LOC_QP_OP_ERR,
 	[MEM_ACCESS_MW_QP]		= IBV_WC_LOC_PROT_ERR,
+	[MEM_ACCESS_PAGE_FAULT]		= IBV_WC_LOC_PROT_ERR,
 };
 
 static const char *const rule_names[] = {
@@ -795,6 +882,7 @@ static const char *const rule_names[] = {
 	[MEM_ACCESS_QP_NO_RIGHT]	= "QP rights",
 	[MEM_ACCESS_PEER_FAULT]		= "peer memory gone",
 	[MEM_ACCESS_MW_QP]		= "MW binding",
+	[MEM_ACCESS_PAGE_FAULT]		= "page fault",
 };
 
 const char *mem_access_rule(enum mem_access_result r)

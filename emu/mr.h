@@ -7,8 +7,9 @@
  * values; lkey == rkey for every region, as on rxe and mlx5.
  *
  * Threading: register, reregister and deregister may be called from any
- * thread; the check functions are lock-free, allocation-free and O(1) and may
- * run concurrently with them.  A successful check returns a counted reference:
+ * thread; the check functions are lock-free, allocation-free and O(1) (but for
+ * an ODP region, whose pages they fault in: emu/odp.h) and may run
+ * concurrently with them.  A successful check returns a counted reference:
  * the region's attributes and the memory behind host_ptr stay valid until the
  * matching mr_put(), even if the region is deregistered meanwhile.  A
  * deregistration kills the key for new lookups at once and then waits for the
@@ -77,6 +78,7 @@ enum mem_access_result {
 	MEM_ACCESS_QP_NO_RIGHT,		/* qp_access_flags lack the right */
 	MEM_ACCESS_PEER_FAULT,		/* same-host path: the requester's memory is gone */
 	MEM_ACCESS_MW_QP,		/* a type 2 window bound through another QP */
+	MEM_ACCESS_PAGE_FAULT,		/* a page of the range cannot be faulted in (ODP), or is gone */
 };
 
 /* The name of the rule a result broke, for the log: "wrong key", "out of range", ... */
@@ -106,6 +108,15 @@ int mem_table_create(struct mem_table **out, uint32_t max_regions, uint32_t max_
 void mem_table_destroy(struct mem_table *t);
 
 /*
+ * The implicit ODP region (mlx5's rule: start 0, length U64_MAX, IB_ACCESS_ON_DEMAND): the
+ * whole address space of the process, each page faulted in when an access touches it.
+ */
+static inline bool mr_is_implicit_odp(const void *addr, uint64_t length, int access)
+{
+	return !addr && length == UINT64_MAX && (access & IBV_ACCESS_ON_DEMAND);
+}
+
+/*
  * ib_check_mr_access() rules plus what this device supports:
  * 0, EINVAL (REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE, unknown bits),
  * or EOPNOTSUPP (ZERO_BASED, FLUSH_GLOBAL/FLUSH_PERSISTENT).
@@ -114,8 +125,10 @@ int mr_check_access_flags(int access);
 
 /*
  * O(1) in length; the memory is never touched.  Returns 0, EINVAL (flags;
- * addr + length or iova + length wraps; addr and iova differ in page offset),
- * EFAULT (NULL addr with length > 0), ENOMEM (table full), or EOPNOTSUPP.
+ * addr + length or iova + length wraps; addr and iova differ in page offset;
+ * an implicit ODP region with an iova or HUGETLB), EFAULT (NULL addr with
+ * length > 0, but for the implicit ODP region: NULL, SIZE_MAX, ON_DEMAND),
+ * ENOMEM (table full), or EOPNOTSUPP.
  */
 int mr_register(struct mem_table *t, uint32_t pd_handle, void *addr,
 		uint64_t length, uint64_t iova, int access,
@@ -175,9 +188,10 @@ int mw_invalidate(struct mem_table *t, uint32_t rkey, uint32_t pd_handle, bool f
  * (needed = IBV_ACCESS_REMOTE_WRITE), READ (IBV_ACCESS_REMOTE_READ) and
  * ATOMIC (IBV_ACCESS_REMOTE_ATOMIC, length 8), by the QP qpn.  Checks, in rxe's
  * order: QP right, atomic length, zero length, key, PD, region right, bounds,
- * atomic alignment.  A window's key is checked as a window (PD, QP for type 2,
- * its rights, its range) and then against its region, which must still be
- * registered and hold the range.  Any other needed is MEM_ACCESS_QP_NO_RIGHT
+ * atomic alignment, and last, for an ODP region, its pages faulted in
+ * (MEM_ACCESS_PAGE_FAULT where one cannot be: emu/odp.h).  A window's key is
+ * checked as a window (PD, QP for type 2, its rights, its range) and then
+ * against its region, which must still be registered and hold the range.  Any other needed is MEM_ACCESS_QP_NO_RIGHT
  * (invalid request).
  * A zero-length WRITE/READ is MEM_ACCESS_OK with no key lookup,
  * *mr_ref == NULL and *host_ptr == NULL.  On MEM_ACCESS_OK with a non-NULL
@@ -208,6 +222,15 @@ enum mem_access_result mr_check_local_access(struct mem_table *t, uint32_t lkey,
 					     uint64_t addr, uint64_t length,
 					     struct mem_region **mr_ref,
 					     void **host_ptr);
+
+/*
+ * ibv_advise_mr()'s lookup, with mlx5's errors (get_prefetchable_mr(), pagefault_mr()):
+ * 0 with a reference and where [addr, addr + length) lies in this process, ENOENT (no
+ * region has the key, or it is not an ODP region), EINVAL (the key is a window's), EPERM
+ * (another PD; write advised on a region without LOCAL_WRITE), EFAULT (out of range).
+ */
+int mr_advice_target(struct mem_table *t, uint32_t lkey, uint32_t pd_handle, bool write,
+		     uint64_t addr, uint64_t length, struct mem_region **mr_ref, void **host_ptr);
 
 /* Drops what a successful check holds (for a window: it and its region). */
 void mr_put(struct mem_region *mr);

@@ -29,13 +29,15 @@
 #define QP_QKEY_CONTROLLED	0x80000000u
 
 /*
- * The qp_access_flags a QP accepts: the remote access rights we enforce, LOCAL_WRITE and
- * MW_BIND (meaningless on a QP, but applications routinely pass them and rxe accepts them),
- * and the optional range, which the verbs contract lets a device ignore.
+ * The qp_access_flags a QP accepts: the remote access rights we enforce, LOCAL_WRITE,
+ * MW_BIND and ON_DEMAND (meaningless on a QP, but applications pass them, rdma-core's ODP
+ * tests among them, and rxe and mlx5 accept them), and the optional range, which the verbs
+ * contract lets a device ignore.
  */
 #define QP_ACCESS_SUPPORTED	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |	\
 				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |	\
-				 IBV_ACCESS_MW_BIND | IBV_ACCESS_OPTIONAL_RANGE)
+				 IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND |		\
+				 IBV_ACCESS_OPTIONAL_RANGE)
 
 /* The device and port properties the value checks compare against (emu/limits.h fills them). */
 struct qp_attr_limits {

@@ -15,6 +15,12 @@
 
 static uint8_t discard_buf[65536];
 
+/*
+ * The most one chunk's check covers: an ODP region's check faults the chunk's pages in, so
+ * a large message is faulted in as it arrives, never its whole remaining length per chunk.
+ */
+#define SINK_CHUNK_MAX	(1u << 20)
+
 uint64_t sge_total_length(const struct ibv_sge *sge, int num_sge)
 {
 	uint64_t total = 0;
@@ -33,6 +39,8 @@ static bool sink_window(struct rx_sink *s, size_t want, uint8_t **ptr, size_t *r
 
 	if (s->kind == SINK_DISCARD || s->failure != MEM_ACCESS_OK)
 		return false;
+	if (want > SINK_CHUNK_MAX)
+		want = SINK_CHUNK_MAX;
 	if (s->kind == SINK_REMOTE) {
 		r = mr_check_remote_access(s->mem, s->rkey, s->pd_handle, s->qpn,
 					   s->qp_access,
@@ -79,6 +87,12 @@ void sink_place(struct rx_sink *s, const uint8_t *src, size_t n)
 	}
 }
 
+static ssize_t sink_discard(int fd, size_t n)
+{
+	return recv(fd, discard_buf, n < sizeof(discard_buf) ? n : sizeof(discard_buf),
+		    MSG_DONTWAIT);
+}
+
 ssize_t sink_recv(struct rx_sink *s, int fd, size_t n)
 {
 	struct mem_region *ref = NULL;
@@ -87,11 +101,18 @@ ssize_t sink_recv(struct rx_sink *s, int fd, size_t n)
 	ssize_t got;
 
 	if (!sink_window(s, n, &dst, &room, &ref))
-		return recv(fd, discard_buf, n < sizeof(discard_buf) ? n : sizeof(discard_buf),
-			    MSG_DONTWAIT);
+		return sink_discard(fd, n);
 	got = recv(fd, dst, room, MSG_DONTWAIT);
 	if (ref)
 		mr_put(ref);
+	if (got < 0 && errno == EFAULT) {
+		/*
+		 * A page of the target is not there (an unpinned region the application
+		 * unmapped): TCP kept the bytes, the access fails and they are discarded.
+		 */
+		s->failure = MEM_ACCESS_PAGE_FAULT;
+		return sink_discard(fd, n);
+	}
 	if (got > 0)
 		s->offset += (uint64_t)got;
 	return got;

@@ -157,7 +157,8 @@ struct verbs_srq {
 struct ibv_mr_init_attr;
 
 struct verbs_context_ops {
-	void *advise_mr;
+	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			 struct ibv_sge *sg_list, uint32_t num_sges);
 #if PABI_SINCE(64)
 	void *alloc_buf;
 #endif

@@ -26,6 +26,7 @@ struct provider_abi sr_abi;
 static void sr_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops sr_context_ops = {
+	.advise_mr = sr_advise_mr,
 	.alloc_mw = sr_alloc_mw,
 	.alloc_pd = sr_alloc_pd,
 	.async_event = sr_async_event,

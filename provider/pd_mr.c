@@ -9,6 +9,7 @@
 
 #include "softrdma.h"
 #include "emu/mr.h"
+#include "emu/odp.h"
 #include "emu/qp.h"
 
 #define MR_REF(mr)	SR_REF((struct sr_mr *)(mr), &(mr)->ibv_mr, SR_OBJ_MR)
@@ -148,6 +149,14 @@ int sr_mr_teardown(struct sr_context *ctx, struct sr_mr *mr)
 	sr_obj_unmake(ctx, &mr->obj);
 	free(mr);
 	return 0;
+}
+
+/* ibv_advise_mr(): emu/odp.c checks and prefetches; a positive errno, as mlx5's ioctl. */
+int sr_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		 struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	return odp_advise(mem_of(to_sr_context(pd->context)), to_sr_pd(pd)->id, advice, flags,
+			  sg_list, num_sge);
 }
 
 int sr_dereg_mr(struct verbs_mr *vmr)

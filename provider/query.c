@@ -104,6 +104,10 @@ int sr_query_device_ex(struct ibv_context *context, const struct ibv_query_devic
 	memset(&full, 0, sizeof(full));
 	fill_device_attr(context, &full.orig_attr);
 	full.phys_port_cnt_ex = EMU_NUM_PORTS;
+	full.odp_caps.general_caps = EMU_ODP_GENERAL_CAPS;
+	full.odp_caps.per_transport_caps.rc_odp_caps = EMU_ODP_RC_CAPS;
+	full.odp_caps.per_transport_caps.uc_odp_caps = EMU_ODP_UC_CAPS;
+	full.odp_caps.per_transport_caps.ud_odp_caps = EMU_ODP_UD_CAPS;
 	/* The caller's struct may be older (smaller) or newer (larger) than ours. */
 	if (attr_size > sizeof(full)) {
 		memset((char *)attr + sizeof(full), 0, attr_size - sizeof(full));

@@ -335,6 +335,8 @@ int sr_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *sr_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			 int access);
 int sr_dereg_mr(struct verbs_mr *vmr);
+int sr_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		 struct ibv_sge *sg_list, uint32_t num_sge);
 int sr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 		int access);
 struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);

@@ -3,15 +3,18 @@
  * Remote access: one WRITE, READ, CMP_SWP, FETCH_ADD or WRITE_WITH_IMM from a to b's
  * region, allowed or violating one rule (bad rkey, out of bounds, region without the
  * right, responder QP without the right, region of another PD, region deregistered),
- * plus zero-length operations and misaligned atomics. Reports both completions, both QP
- * states and whether the target changed.
+ * plus zero-length operations and misaligned atomics, and on-demand paging: the target an
+ * ODP region, reachable or on a page made PROT_NONE (which no NIC can fault in). Reports
+ * both completions, both QP states and whether the target changed.
  */
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "conf.h"
 
 enum viol { V_OK, V_BAD_RKEY, V_OOB, V_MR_RIGHT, V_QP_RIGHT, V_OTHER_PD, V_DEREG, V_ZERO,
-	    V_ZERO_BAD_RKEY, V_ZERO_QP_RIGHT, V_MISALIGNED };
+	    V_ZERO_BAD_RKEY, V_ZERO_QP_RIGHT, V_MISALIGNED, V_ODP, V_ODP_PROT_NONE };
 
 #define OLD_VALUE 0x2222222222222222ull
 
@@ -44,6 +47,8 @@ static void access_case(const struct conf_case *c)
 		pb.access &= ~right_of(op);
 	if (v == V_MR_RIGHT)
 		raccess &= ~right_of(op);
+	if (v == V_ODP || v == V_ODP_PROT_NONE)
+		raccess |= IBV_ACCESS_ON_DEMAND;
 	if (v == V_ZERO || v == V_ZERO_BAD_RKEY || v == V_ZERO_QP_RIGHT)
 		len = 0;
 	fix_setup(&f, &pa, &pb, raccess, v == V_OTHER_PD);
@@ -56,11 +61,16 @@ static void access_case(const struct conf_case *c)
 		off += 4;
 	if (v == V_DEREG && ibv_dereg_mr(f.rmr))
 		setup_failed("dereg_mr", 1);
+	/* The region is rbuf's first page, page-aligned: all of it unreachable. */
+	if (v == V_ODP_PROT_NONE && mprotect(f.rbuf, BUF_SIZE, PROT_NONE))
+		setup_failed("mprotect", errno);
 	if (post_recv(f.e.b.qp, f.recvbuf, BUF_SIZE, f.recvmr->lkey))
 		setup_failed("post_recv", 1);
 	err = post_send(f.e.a.qp, op, len ? f.lbuf : NULL, len, f.lmr->lkey,
 			(uintptr_t)f.rbuf + off, rkey, OLD_VALUE, 0x3333333333333333ull);
 	fix_report(&f, err, true, op == IBV_WR_RDMA_WRITE_WITH_IMM);
+	if (v == V_ODP_PROT_NONE && mprotect(f.rbuf, BUF_SIZE, PROT_READ | PROT_WRITE))
+		setup_failed("mprotect", errno);
 	if (op == IBV_WR_RDMA_READ) {
 		out("data=%s", data_verdict(f.lbuf, BUF_SIZE, 0, len, RFILL, LFILL));
 	} else if (!is_atomic(op)) {
@@ -108,5 +118,9 @@ const struct conf_case conf_cases_access[] = {
 	{ "write_imm_zero_len_bad_rkey", access_case, WI, V_ZERO_BAD_RKEY },
 	{ "cmp_swp_misaligned", access_case, CS, V_MISALIGNED },
 	{ "fetch_add_misaligned", access_case, FA, V_MISALIGNED },
+	{ "write_odp", access_case, W, V_ODP },
+	{ "write_odp_prot_none", access_case, W, V_ODP_PROT_NONE },
+	{ "read_odp_prot_none", access_case, R, V_ODP_PROT_NONE },
+	{ "fetch_add_odp_prot_none", access_case, FA, V_ODP_PROT_NONE },
 	{ NULL, NULL, 0, 0 },
 };

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Memory registration: which access flags, addresses and lengths ibv_reg_mr accepts. */
 #include <errno.h>
+#include <stdint.h>
 
 #include "conf.h"
 
-enum { MR_PLAIN, MR_LEN0, MR_NULL, MR_IOVA_OFFSET, MR_IOVA_SAME };
+enum { MR_PLAIN, MR_LEN0, MR_NULL, MR_IOVA_OFFSET, MR_IOVA_SAME, MR_WHOLE_SPACE };
 
 static void reg_case(const struct conf_case *c)
 {
@@ -22,6 +23,8 @@ static void reg_case(const struct conf_case *c)
 	/* addr and iova must share their offset in the page */
 	case MR_IOVA_OFFSET: mr = ibv_reg_mr_iova(e.pd, buf + 8, BUF_SIZE, 0x100000, c->a); break;
 	case MR_IOVA_SAME: mr = ibv_reg_mr_iova(e.pd, buf + 8, BUF_SIZE, 0x100008, c->a); break;
+	/* the implicit ODP region: all of the address space */
+	case MR_WHOLE_SPACE: mr = ibv_reg_mr(e.pd, NULL, SIZE_MAX, c->a); break;
 	}
 	out_ret("reg", mr ? 0 : errno ? errno : -1);
 	out_end();
@@ -83,6 +86,8 @@ const struct conf_case conf_cases_mr[] = {
 	{ "mr_null_addr", reg_case, LW, MR_NULL },
 	{ "mr_iova_offset_mismatch", reg_case, LW, MR_IOVA_OFFSET },
 	{ "mr_iova_offset_same", reg_case, LW, MR_IOVA_SAME },
+	{ "mr_on_demand", reg_case, ACCESS_ALL | IBV_ACCESS_ON_DEMAND, MR_PLAIN },
+	{ "mr_implicit_on_demand", reg_case, ACCESS_ALL | IBV_ACCESS_ON_DEMAND, MR_WHOLE_SPACE },
 	{ "mr_rkey_of_local_only_region", rkey_case, LW, 0 },
 	{ "mr_rkey_of_remote_read_region", rkey_case, LW | IBV_ACCESS_REMOTE_READ, 0 },
 	{ "mr_rereg_change_access", rereg_case, 0, 0 },

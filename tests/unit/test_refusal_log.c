@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <infiniband/verbs.h>
@@ -256,6 +257,19 @@ static void test_mw_binding(void **state)
 	assert_int_equal(ibv_dealloc_mw(mw), 0);	/* before its PD, which the teardown frees */
 }
 
+/* An ODP region's page that cannot be faulted in: the rule is "page fault". */
+static void test_page_fault(void **state)
+{
+	struct ibv_mr *mr;
+	struct scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	mr = rc_reg(s.env, s.env->pd, s.dst->p, REGION, RC_ACCESS_ALL | IBV_ACCESS_ON_DEMAND);
+	assert_int_equal(mprotect(s.dst->p, s.env->page, PROT_NONE), 0);
+	write_refused(&s, (uintptr_t)s.dst->p, mr->rkey, IBV_WC_REM_ACCESS_ERR);
+	expect_refusal(&s, "page fault", mr->rkey, (uintptr_t)s.dst->p, "NAK remote access error");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +279,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mr_rights, setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_qp_rights, setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_mw_binding, setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(test_page_fault, setup, rc_teardown),
 	};
 
 	return run_group_logging_to(tests, "4", log_path);
