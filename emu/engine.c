@@ -290,7 +290,7 @@ static int engine_start(struct emu_engine **out)
 	pthread_cond_init(&e->call_done, NULL);
 	atomic_init(&e->next_timer_ns, UINT64_MAX);
 	e->local_fd = -1;
-	e->naddrs = listener_addresses(&e->addrs);
+	e->naddrs = listener_addresses(&e->addrs, &e->ifindexes);
 	if (e->naddrs <= 0) {
 		ret = e->naddrs ? -e->naddrs : EADDRNOTAVAIL;	/* no address to listen on */
 		free(e);
@@ -336,6 +336,7 @@ err_mem:
 	mem_table_destroy(e->mem);
 err_free:
 	free(e->addrs);
+	free(e->ifindexes);
 	free(e);
 	return ret;
 }
@@ -361,6 +362,7 @@ static void stop(void *arg)
 	e->stopping = true;
 	handshake_stop_all(e);
 	peer_mem_stop(e);
+	mcast_stop(e);
 	for (int i = 0; i < e->nlisteners; i++) {
 		listener_unwatch(e->listeners[i], e->listeners[i]->nsocks);
 		listener_free(e->listeners[i]);
@@ -388,6 +390,7 @@ void emu_engine_put(struct emu_engine *e)
 	mem_table_destroy(e->mem);
 	free(e->listeners);
 	free(e->addrs);
+	free(e->ifindexes);
 	pthread_cond_destroy(&e->call_done);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
