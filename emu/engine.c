@@ -418,7 +418,11 @@ static void add_listener_on_engine(void *arg)
 	call->ret = listener_watch(call->l);
 }
 
-/* Assigns the QP a QPN: a free index of a listener, opening a new listener when all are full. */
+/*
+ * Assigns the QP a QPN: a free index of a listener, opening a new listener when all are full.
+ * Port 65535's last index would be 0xffffff, the multicast QPN (IBTA 9.6.1.1), which no QP
+ * may hold: a datagram naming it is for a group (emu/mcast.c), never for a QP.
+ */
 int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 {
 	struct add_listener_call call;
@@ -432,7 +436,8 @@ int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 		if (l->used == QPS_PER_LISTENER)
 			continue;
 		for (int j = 0; j < QPS_PER_LISTENER; j++)
-			if (!l->qps[j]) {
+			if (!l->qps[j] &&
+			    ((uint32_t)l->port << 8 | (uint32_t)j) != EMU_MULTICAST_QPN) {
 				l->qps[j] = qp;
 				l->used++;
 				qp->qpn = (uint32_t)l->port << 8 | (uint32_t)j;
