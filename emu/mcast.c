@@ -89,6 +89,7 @@ static void on_group_datagram(struct io_watch *w, uint32_t revents)
 			continue;
 		counter_packet(&emu_process_counters, EMU_CNT_RCV_DATA,
 			       wire_opcodes[d.pkt.opcode].hdr_len, d.pkt.payload_len);
+		counter_add(EMU_CNT_MCAST_RCV_PACKETS, 1);
 		/* The socket is bound to the group's address; a unicast QPN here is a bad packet. */
 		if (d.pkt.qpn != EMU_MULTICAST_QPN || memcmp(d.arrival.dgid, g->mgid, 16))
 			continue;

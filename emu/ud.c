@@ -425,6 +425,8 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send
 		goto out;
 	}
 	counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, iov[0].iov_len - 4, length);
+	if (mcast)
+		qp_counter_add(&qp->counters, EMU_CNT_MCAST_XMIT_PACKETS, 1);
 	if (pcap_active)
 		pcap_datagram(PCAP_OUT, av->sgid, (uint16_t)(qp->qpn >> 8), av->dgid,
 			      ntohs(to.sin6_port), iov, niov);

@@ -69,6 +69,13 @@ expect_done() {
 	expect_contains "$1: joined the group" "$out" "^mckey: joined dgid: ::ffff:$group "
 }
 
+# expect_packets LABEL NAME FILE: at least count packets counted in FILE on NAME's device.
+expect_packets() {
+	local d=${2}_counters got
+	got=$(cat "${!d}/$3")
+	[ "$got" -ge $count ] && pass "$1: $3 $got >= $count" || fail "$1: $3 $got, want at least $count"
+}
+
 # expect_bytes LABEL NAME FILE: at least count * size bytes counted in FILE on NAME's device.
 expect_bytes() {
 	local got
@@ -93,6 +100,7 @@ expect_done "one host: receiver 1" "$logs/recv1"
 expect_done "one host: receiver 2" "$logs/recv2"
 expect_done "one host: sender" "$logs/send"
 expect_bytes "one host" host port_xmit_data
+expect_packets "one host" host multicast_xmit_packets
 got=$(counter host port_rcv_data)
 [ "$got" -ge $((2 * count * size)) ] && pass "one host: both receivers' bytes counted ($got)" ||
 	fail "one host: port_rcv_data $got bytes, want at least $((2 * count * size))"
@@ -118,5 +126,7 @@ bg_pids=()
 expect_done "namespaces: receiver$where_srv" "$logs/ns_recv"
 expect_done "namespaces: sender$where_cli" "$logs/ns_send"
 expect_bytes "namespaces: sender's device" cli port_xmit_data
+expect_packets "namespaces: sender's device" cli multicast_xmit_packets
 expect_bytes "namespaces: receiver's device" srv port_rcv_data
+expect_packets "namespaces: receiver's device" srv multicast_rcv_packets
 finish

@@ -187,12 +187,17 @@ static void expect_group_datagram(struct ud_end *end, uint64_t slot, uint32_t sr
 
 static void test_send_reaches_members_not_sender(void **state)
 {
+	uint64_t sent = rc_port_counter("multicast_xmit_packets");
+	uint64_t arrived = rc_port_counter("multicast_rcv_packets");
 	struct mcast_scene s;
 
 	scene_init(&s, state);
 	ud_send(&s.sender, s.ah, MCAST_QPN, QKEY, 1, 500, 21, NULL);
 	expect_group_datagram(&s.member, 0, s.sender.qp->qp_num, &s.g, 500, 21);
 	expect_group_datagram(&s.other, 0, s.sender.qp->qp_num, &s.g, 500, 21);
+	/* One packet out and one in at the port, however many QPs of it are members. */
+	assert_int_equal(rc_port_counter("multicast_xmit_packets"), sent + 1);
+	assert_int_equal(rc_port_counter("multicast_rcv_packets"), arrived + 1);
 	/* rxe_rcv_mcast_pkt(): not back to the sending QP; h's member hears nothing of g. */
 	rc_expect_no_wc(s.sender.cq, RC_QUIET_MS);
 	rc_expect_no_wc(s.outsider.cq, 0);
