@@ -18,11 +18,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "ud_fixture.h"
+#include "emu/wire.h"
 
 #define QKEY		0x4242
 #define MCAST_QPN	0xffffffu
@@ -229,6 +231,64 @@ static void test_qkey_checked_per_member(void **state)
 	scene_destroy(&s);
 }
 
+/* A datagram as another engine (or anyone) would send it: a UD SEND of len bytes of seed. */
+static void forge(int fd, const struct sockaddr_in6 *to, uint32_t qpn, uint32_t qkey,
+		  uint8_t seed, size_t len)
+{
+	struct wire_packet pkt = { .opcode = OP_UD_SEND_ONLY, .qpn = qpn, .qkey = qkey,
+				   .src_qp = 0x4242, .payload_len = len };
+	uint8_t frame[4 + WIRE_MAX_HDR + 64];
+	size_t n = wire_build(frame, &pkt);
+
+	rc_fill(frame + n, len, seed);
+	assert_int_equal(sendto(fd, frame, n + len, 0, (const struct sockaddr *)to, sizeof(*to)),
+			 (ssize_t)(n + len));
+}
+
+/*
+ * Anyone on the host may send to a group, as anyone on a RoCE fabric may: what lands is
+ * only a well-formed datagram to the group, naming the multicast QPN, with the member's
+ * Q_Key. A member's own QPN on the group's port, the multicast QPN on the member's own
+ * port, a wrong Q_Key and a truncated frame land nothing; then a good one does, first.
+ */
+static void test_forged_datagrams_reach_no_member(void **state)
+{
+	struct sockaddr_in6 src = { .sin6_family = AF_INET6 }, to_group = src, to_qp = src;
+	struct in_addr lo = { htonl(INADDR_LOOPBACK) };
+	uint64_t errors = rc_port_counter("port_rcv_errors");
+	uint64_t violations = rc_port_counter("qkey_violations");
+	struct mcast_scene s;
+	struct ibv_wc wc;
+	int fd;
+
+	scene_init(&s, state);
+	memcpy(&src.sin6_addr, s.env->gid.raw, 16);	/* ::ffff:127.0.0.1 */
+	memcpy(&to_group.sin6_addr, s.g.raw, 16);
+	to_group.sin6_port = htons(4791);
+	memcpy(&to_qp.sin6_addr, s.env->gid.raw, 16);
+	to_qp.sin6_port = htons((uint16_t)(s.member.qp->qp_num >> 8));
+	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof(lo)), 0);
+
+	forge(fd, &to_group, s.member.qp->qp_num, QKEY, 31, 32);
+	forge(fd, &to_qp, MCAST_QPN, QKEY, 32, 32);
+	forge(fd, &to_group, MCAST_QPN, QKEY + 1, 33, 32);
+	assert_int_equal(sendto(fd, "\0\0\0\x30\x64", 5, 0, (struct sockaddr *)&to_group,
+				sizeof(to_group)), 5);
+	forge(fd, &to_group, MCAST_QPN, QKEY, 34, 32);
+	rc_expect_wc(s.member.cq, 0, IBV_WC_SUCCESS, &wc);
+	assert_int_equal(wc.src_qp, 0x4242);
+	rc_expect_pattern(s.member.buf->p + UD_GRH_LEN, 32, 34, "the one well-formed datagram");
+	rc_expect_no_wc(s.member.cq, RC_QUIET_MS);
+	assert_true(rc_port_counter("port_rcv_errors") > errors);
+	assert_true(rc_port_counter("qkey_violations") > violations);
+	close(fd);
+	assert_int_equal(ibv_detach_mcast(s.other.qp, &s.g, 0), 0);
+	scene_destroy(&s);
+}
+
 static pid_t child_pid;	/* killed by the teardown if the test failed before it did */
 
 static int teardown_child(void **state)
@@ -343,6 +403,7 @@ int main(void)
 		T(limits_advertised_and_enforced),
 		T(send_reaches_members_not_sender),
 		T(qkey_checked_per_member),
+		T(forged_datagrams_reach_no_member),
 		cmocka_unit_test_setup_teardown(test_send_reaches_another_process, NULL,
 						teardown_child),
 	};
