@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -130,6 +132,18 @@ int rc_teardown(void **state)
 	rc_close(env);
 	free(env);
 	return 0;
+}
+
+pid_t rc_child;
+
+int rc_teardown_child(void **state)
+{
+	if (rc_child > 0) {
+		kill(rc_child, SIGKILL);
+		waitpid(rc_child, NULL, 0);
+		rc_child = 0;
+	}
+	return *state ? rc_teardown(state) : 0;
 }
 
 void rc_default_opts(struct rc_qp_opts *o)

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 
 #define RC_WAIT_MS	5000	/* longest any wait lasts before the test fails */
@@ -75,6 +76,10 @@ struct rc_env {
  * setup keeps the test's initial state (a table case's row) in env->param. */
 int rc_setup(void **state);
 int rc_teardown(void **state);
+/* A forked peer's pid (0: none), killed and reaped by rc_teardown_child if still there. */
+extern pid_t rc_child;
+/* rc_teardown (when the test opened a device in *state) after killing rc_child. */
+int rc_teardown_child(void **state);
 /* The same, for a test that must do something (fork) before the device is opened. */
 void rc_open(struct rc_env *env);
 void rc_close(struct rc_env *env);

@@ -12,7 +12,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -289,18 +288,6 @@ static void test_forged_datagrams_reach_no_member(void **state)
 	scene_destroy(&s);
 }
 
-static pid_t child_pid;	/* killed by the teardown if the test failed before it did */
-
-static int teardown_child(void **state)
-{
-	if (child_pid > 0) {
-		kill(child_pid, SIGKILL);
-		waitpid(child_pid, NULL, 0);
-		child_pid = 0;
-	}
-	return *state ? rc_teardown(state) : 0;
-}
-
 struct child_report {
 	uint32_t src_qp, byte_len;
 	uint8_t status, dgid_ok, pattern_ok;
@@ -360,9 +347,9 @@ static void test_send_reaches_another_process(void **state)
 	assert_int_equal(pipe(c2p), 0);
 	assert_int_equal(pipe(p2c), 0);
 	/* First: the child must not inherit an engine thread or a context. */
-	child_pid = fork();
-	assert_true(child_pid >= 0);
-	if (!child_pid) {
+	rc_child = fork();
+	assert_true(rc_child >= 0);
+	if (!rc_child) {
 		close(c2p[0]);
 		close(p2c[1]);
 		child_main(c2p[1], p2c[0], g);
@@ -387,8 +374,8 @@ static void test_send_reaches_another_process(void **state)
 	assert_true(rep.pattern_ok);
 	close(p2c[1]);
 	close(c2p[0]);
-	assert_int_equal(waitpid(child_pid, &status, 0), child_pid);
-	child_pid = 0;
+	assert_int_equal(waitpid(rc_child, &status, 0), rc_child);
+	rc_child = 0;
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(ibv_destroy_ah(ah), 0);
 	ud_end_destroy(&sender);
@@ -405,7 +392,7 @@ int main(void)
 		T(qkey_checked_per_member),
 		T(forged_datagrams_reach_no_member),
 		cmocka_unit_test_setup_teardown(test_send_reaches_another_process, NULL,
-						teardown_child),
+						rc_teardown_child),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -568,18 +568,6 @@ static void child_main(int to_parent, int from_parent)
 	_exit(0);
 }
 
-static pid_t child_pid;	/* killed by the teardown if the test failed before it did */
-
-static int teardown_child(void **state)
-{
-	if (child_pid > 0) {
-		kill(child_pid, SIGKILL);
-		waitpid(child_pid, NULL, 0);
-		child_pid = 0;
-	}
-	return *state ? rc_teardown(state) : 0;
-}
-
 /*
  * Forks the child (first: it must not inherit an engine thread or a context), then opens
  * the device here and connects env->a to the child's QP with timeout and retry_cnt.
@@ -604,7 +592,7 @@ static struct rc_env *connect_child(void **state, uint8_t timeout, uint8_t retry
 		close(p2c[1]);
 		child_main(c2p[1], p2c[0]);
 	}
-	child_pid = pid;
+	rc_child = pid;
 	close(c2p[1]);
 	close(p2c[0]);
 
@@ -643,7 +631,7 @@ static void test_retry_exceeded_when_peer_killed(void **state)
 	pid_t pid;
 
 	env = connect_child(state, timeout, retry_cnt, &child, &to_child);
-	pid = child_pid;
+	pid = rc_child;
 	buf = rc_alloc(env, env->page);
 	mr = rc_reg(env, env->pd, buf->p, buf->cap, IBV_ACCESS_LOCAL_WRITE);
 	rc_fill(buf->p, buf->cap, 0x66);
@@ -659,7 +647,7 @@ static void test_retry_exceeded_when_peer_killed(void **state)
 	/* ...and once it is killed, the next WRITE runs out of retries. */
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	child_pid = 0;
+	rc_child = 0;
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	close(to_child);
 
@@ -704,8 +692,8 @@ static void test_stopped_peer_answers_late(void **state)
 	mr = rc_reg(env, env->pd, buf->p, buf->cap, IBV_ACCESS_LOCAL_WRITE);
 	rc_fill(buf->p, 128, 0x3c);
 
-	assert_int_equal(kill(child_pid, SIGSTOP), 0);
-	assert_int_equal(waitpid(child_pid, &status, WUNTRACED), child_pid);
+	assert_int_equal(kill(rc_child, SIGSTOP), 0);
+	assert_int_equal(waitpid(rc_child, &status, WUNTRACED), rc_child);
 	assert_true(WIFSTOPPED(status));
 	t0 = rc_now_ms();
 	sge = rc_sge(buf->p, 64, mr);
@@ -717,7 +705,7 @@ static void test_stopped_peer_answers_late(void **state)
 	assert_int_equal(rc_post_rdma(env->a.qp, 3, IBV_WR_RDMA_READ, &sge, 1, child.addr,
 				      child.rkey), 0);
 	rc_expect_no_wc(env->a.scq, stop_ms);
-	assert_int_equal(kill(child_pid, SIGCONT), 0);
+	assert_int_equal(kill(rc_child, SIGCONT), 0);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
 	rc_expect_wc(env->a.scq, 2, IBV_WC_SUCCESS, NULL);
 	rc_expect_wc(env->a.scq, 3, IBV_WC_SUCCESS, NULL);
@@ -727,8 +715,8 @@ static void test_stopped_peer_answers_late(void **state)
 	rc_expect_pattern(buf->p + 2048, 64, 0x3c, "read back after the stop");
 	assert_int_equal(rc_state(env->a.qp), IBV_QPS_RTS);
 	close(to_child);	/* the child exits */
-	assert_int_equal(waitpid(child_pid, &status, 0), child_pid);
-	child_pid = 0;
+	assert_int_equal(waitpid(rc_child, &status, 0), rc_child);
+	rc_child = 0;
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
@@ -776,10 +764,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		/* First, so that nothing verbs-related has run in this process before the fork. */
 		cmocka_unit_test_setup_teardown(test_retry_exceeded_when_peer_killed, NULL,
-						teardown_child),
+						rc_teardown_child),
 		/* Forks too: the first test's engine has stopped with its last context. */
 		cmocka_unit_test_setup_teardown(test_stopped_peer_answers_late, NULL,
-						teardown_child),
+						rc_teardown_child),
 		T(retry_exceeded_when_peer_in_err),
 		T(legal_path_with_exact_masks),
 		T(init_requires_its_mask),
