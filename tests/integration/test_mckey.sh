@@ -1,5 +1,5 @@
 # Debian's unmodified mckey (rdmacm-utils): UD multicast through the drop-in librdmacm. On
-# one host, two receivers in two processes and a sender in a third; then between two
+# one host, two receivers in two processes (the second with two QPs) and a sender in a third; then between two
 # network namespaces joined by a veth pair (the receiver in one, the sender in the other).
 # Each receiver must get every message (mckey -C: it waits for exactly that many), and the
 # port counters of each run's device must show the bytes sent and received on softrdma0.
@@ -50,11 +50,13 @@ wait_for() {
 	return 1
 }
 
-# receiver NAME LOG ADDR [PREFIX...]: mckey receiving on ADDR in the background, joined.
+# receiver NAME LOG ADDR QPS [PREFIX...]: mckey receiving on ADDR in the background with QPS
+# QPs (each joins the group and must get every message), once they have joined.
 receiver() {
-	local name=$1 log=$2 addr=$3
-	shift 3
-	in_env "$name" "$@" -- mckey -m "$group" -b "$addr" -C $count -S $size >"$log" 2>&1 &
+	local name=$1 log=$2 addr=$3 qps=$4
+	shift 4
+	in_env "$name" "$@" -- mckey -m "$group" -b "$addr" -c "$qps" -C $count -S $size \
+		>"$log" 2>&1 &
 	bg_pids+=($!)
 	wait_for "$log" '^receiving data transfers$' ||
 		{ fail "mckey receiver on $addr did not join:"; cat "$log" >&2; }
@@ -87,8 +89,8 @@ expect_bytes() {
 # One host: every process on loopback shares the device's run tree, so its counters are the
 # sum of the three.
 device_env host
-receiver host "$logs/recv1" 127.0.0.1
-receiver host "$logs/recv2" 127.0.0.1
+receiver host "$logs/recv1" 127.0.0.1 1
+receiver host "$logs/recv2" 127.0.0.1 2
 if in_env host -- mckey -m "$group" -b 127.0.0.1 -s -C $count -S $size >"$logs/send" 2>&1; then
 	pass "one host: mckey sender"
 else
@@ -104,6 +106,9 @@ expect_packets "one host" host multicast_xmit_packets
 got=$(counter host port_rcv_data)
 [ "$got" -ge $((2 * count * size)) ] && pass "one host: both receivers' bytes counted ($got)" ||
 	fail "one host: port_rcv_data $got bytes, want at least $((2 * count * size))"
+n=$(grep -c "^mckey: joined dgid: ::ffff:$group " "$logs/recv2")
+[ "$n" -eq 2 ] && pass "one host: receiver 2's two QPs joined (each got all, or mckey fails)" ||
+	fail "one host: receiver 2: $n joins, want 2"
 
 # Two namespaces: each side's device attached to its veth (root only: netns.sh says so).
 if [ "$(id -u)" -ne 0 ]; then
@@ -114,7 +119,7 @@ fi
 netns_setup mc
 device_env srv "${srv_in[@]}"
 device_env cli "${cli_in[@]}"
-receiver srv "$logs/ns_recv" "$ip_srv" "${srv_in[@]}"
+receiver srv "$logs/ns_recv" "$ip_srv" 1 "${srv_in[@]}"
 if in_env cli "${cli_in[@]}" -- mckey -m "$group" -b "$ip_cli" -s -C $count -S $size \
 	>"$logs/ns_send" 2>&1; then
 	pass "namespaces: mckey sender$where_cli"
