@@ -449,6 +449,9 @@ void ud_deliver(struct emu_qp *qp, const struct ud_datagram *d);
 #define EMU_MCAST_UDP_PORT	4791	/* RoCE v2's: where every engine's groups listen */
 void mcast_detach_all(struct emu_qp *qp);	/* engine thread: qp is going away */
 void mcast_stop(struct emu_engine *e);		/* engine thread: the engine is stopping */
+/* Engine thread: reads what waits on the socket of group mgid now, if the process has it
+ * (the fuzz harness's way in; otherwise the engine's watch of the socket does it). */
+void mcast_read_group(struct emu_engine *e, const uint8_t mgid[16]);
 
 /* srq.c: receive queues, and shared ones */
 int recv_queue_init(struct recv_queue *q, uint32_t depth, uint32_t max_sge);

@@ -99,6 +99,14 @@ static void on_group_datagram(struct io_watch *w, uint32_t revents)
 	}
 }
 
+void mcast_read_group(struct emu_engine *e, const uint8_t mgid[16])
+{
+	struct mcast_group *g = e->mcast ? find_group(e->mcast, mgid) : NULL;
+
+	if (g)
+		on_group_datagram(&g->watch, IO_IN);
+}
+
 /* Joins fd to the group on every interface of the device (once each). 0, or an errno. */
 static int join_interfaces(struct emu_engine *e, int fd, const uint8_t mgid[16])
 {
