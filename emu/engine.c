@@ -293,6 +293,8 @@ static int engine_start(struct emu_engine **out)
 	e->naddrs = listener_addresses(&e->addrs, &e->ifindexes);
 	if (e->naddrs <= 0) {
 		ret = e->naddrs ? -e->naddrs : EADDRNOTAVAIL;	/* no address to listen on */
+		free(e->addrs);		/* allocated (empty) when there was no address */
+		free(e->ifindexes);
 		free(e);
 		return ret;
 	}
