@@ -17,6 +17,8 @@
 const char *const emu_counter_names[EMU_CNT_MAX] = { EMU_COUNTER_LIST(EMU_COUNTER_NAME) };
 
 #define ALWAYS_ZERO (-1)	/* an event softrdma does not have */
+#define UNICAST_XMIT (-2)	/* port_xmit_packets but the multicast ones */
+#define UNICAST_RCV (-3)	/* port_rcv_packets but the multicast ones */
 
 /*
  * What each sysfs file shows. counters/: the IBA PortCounters (and their extended
@@ -33,8 +35,8 @@ static const struct published {
 	{ false, "link_downed", ALWAYS_ZERO },
 	{ false, "link_error_recovery", ALWAYS_ZERO },
 	{ false, "local_link_integrity_errors", ALWAYS_ZERO },
-	{ false, "multicast_rcv_packets", ALWAYS_ZERO },
-	{ false, "multicast_xmit_packets", ALWAYS_ZERO },
+	{ false, "multicast_rcv_packets", EMU_CNT_MCAST_RCV_PACKETS },
+	{ false, "multicast_xmit_packets", EMU_CNT_MCAST_XMIT_PACKETS },
 	{ false, "port_rcv_constraint_errors", ALWAYS_ZERO },
 	{ false, "port_rcv_data", EMU_CNT_RCV_DATA },
 	{ false, "port_rcv_errors", EMU_CNT_RCV_ERRORS },
@@ -47,8 +49,8 @@ static const struct published {
 	{ false, "port_xmit_packets", EMU_CNT_XMIT_PACKETS },
 	{ false, "port_xmit_wait", ALWAYS_ZERO },
 	{ false, "symbol_error", ALWAYS_ZERO },
-	{ false, "unicast_rcv_packets", EMU_CNT_RCV_PACKETS },
-	{ false, "unicast_xmit_packets", EMU_CNT_XMIT_PACKETS },
+	{ false, "unicast_rcv_packets", UNICAST_RCV },
+	{ false, "unicast_xmit_packets", UNICAST_XMIT },
 	{ true, "sent_pkts", EMU_CNT_XMIT_PACKETS },
 	{ true, "rcvd_pkts", EMU_CNT_RCV_PACKETS },
 	{ true, "duplicate_request", EMU_CNT_DUPLICATE_REQUEST },
@@ -75,7 +77,16 @@ static const struct published {
 
 static uint64_t published_value(const struct published *p, const uint64_t v[EMU_CNT_MAX])
 {
-	return p->id == ALWAYS_ZERO ? 0 : v[p->id];
+	switch (p->id) {
+	case ALWAYS_ZERO:
+		return 0;
+	case UNICAST_XMIT:
+		return v[EMU_CNT_XMIT_PACKETS] - v[EMU_CNT_MCAST_XMIT_PACKETS];
+	case UNICAST_RCV:
+		return v[EMU_CNT_RCV_PACKETS] - v[EMU_CNT_MCAST_RCV_PACKETS];
+	default:
+		return v[p->id];
+	}
 }
 
 int store_published_count(void)

@@ -23,6 +23,8 @@
 	X(RCV_DATA, "port_rcv_data")		/* ... received */			\
 	X(XMIT_PACKETS, "port_xmit_packets")						\
 	X(RCV_PACKETS, "port_rcv_packets")						\
+	X(MCAST_XMIT_PACKETS, "multicast_xmit_packets")	/* of those, to a group */	\
+	X(MCAST_RCV_PACKETS, "multicast_rcv_packets")					\
 	X(RCV_ERRORS, "port_rcv_errors")	/* malformed frames and datagrams */	\
 	X(XMIT_DISCARDS, "port_xmit_discards")	/* UD datagrams not sent */		\
 	X(DUPLICATE_REQUEST, "duplicate_request")					\

@@ -290,9 +290,11 @@ static int engine_start(struct emu_engine **out)
 	pthread_cond_init(&e->call_done, NULL);
 	atomic_init(&e->next_timer_ns, UINT64_MAX);
 	e->local_fd = -1;
-	e->naddrs = listener_addresses(&e->addrs);
+	e->naddrs = listener_addresses(&e->addrs, &e->ifindexes);
 	if (e->naddrs <= 0) {
 		ret = e->naddrs ? -e->naddrs : EADDRNOTAVAIL;	/* no address to listen on */
+		free(e->addrs);		/* allocated (empty) when there was no address */
+		free(e->ifindexes);
 		free(e);
 		return ret;
 	}
@@ -336,6 +338,7 @@ err_mem:
 	mem_table_destroy(e->mem);
 err_free:
 	free(e->addrs);
+	free(e->ifindexes);
 	free(e);
 	return ret;
 }
@@ -361,6 +364,7 @@ static void stop(void *arg)
 	e->stopping = true;
 	handshake_stop_all(e);
 	peer_mem_stop(e);
+	mcast_stop(e);
 	for (int i = 0; i < e->nlisteners; i++) {
 		listener_unwatch(e->listeners[i], e->listeners[i]->nsocks);
 		listener_free(e->listeners[i]);
@@ -388,6 +392,7 @@ void emu_engine_put(struct emu_engine *e)
 	mem_table_destroy(e->mem);
 	free(e->listeners);
 	free(e->addrs);
+	free(e->ifindexes);
 	pthread_cond_destroy(&e->call_done);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
@@ -415,7 +420,11 @@ static void add_listener_on_engine(void *arg)
 	call->ret = listener_watch(call->l);
 }
 
-/* Assigns the QP a QPN: a free index of a listener, opening a new listener when all are full. */
+/*
+ * Assigns the QP a QPN: a free index of a listener, opening a new listener when all are full.
+ * Port 65535's last index would be 0xffffff, the multicast QPN (IBTA 9.6.1.1), which no QP
+ * may hold: a datagram naming it is for a group (emu/mcast.c), never for a QP.
+ */
 int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 {
 	struct add_listener_call call;
@@ -429,7 +438,8 @@ int engine_register_qp(struct emu_engine *e, struct emu_qp *qp)
 		if (l->used == QPS_PER_LISTENER)
 			continue;
 		for (int j = 0; j < QPS_PER_LISTENER; j++)
-			if (!l->qps[j]) {
+			if (!l->qps[j] &&
+			    ((uint32_t)l->port << 8 | (uint32_t)j) != EMU_MULTICAST_QPN) {
 				l->qps[j] = qp;
 				l->used++;
 				qp->qpn = (uint32_t)l->port << 8 | (uint32_t)j;

@@ -183,12 +183,14 @@ struct emu_qp {
 	struct qp_comp_info comp;
 	struct qp_resp_info resp;
 	struct qp_streams streams;
+	int mcast_groups;		/* the engine thread's: groups attached to (emu/mcast.c) */
 };
 
 /* One address of a listener: a TCP socket for streams and handshakes, a UDP one for UD. */
 struct listen_socket {
 	struct emu_listener *owner;
 	struct sockaddr_in6 addr;	/* with the listener's port */
+	unsigned int ifindex;		/* the interface addr is on */
 	int tcp_fd, udp_fd;
 	struct io_watch tcp_watch, udp_watch;
 	uint32_t udp_overflows;		/* the UDP socket's drop count (SO_RXQ_OVFL) last seen */
@@ -229,7 +231,9 @@ struct emu_engine {
 	struct emu_listener **listeners;
 	int nlisteners;
 	struct sockaddr_in6 *addrs;	/* where listeners listen: the GID table's addresses */
+	unsigned int *ifindexes;	/* the interface of each of addrs */
 	int naddrs;
+	struct mcast_table *mcast;	/* multicast groups: the engine thread's own (emu/mcast.c) */
 	struct mem_table *mem;
 	atomic_int srqs;		/* SRQs in existence, at most EMU_MAX_SRQ */
 	struct conn *closed;		/* waiting to be freed after the current wait() */
@@ -274,13 +278,16 @@ static inline bool accept_must_rest(int err)
 	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 }
 /* The addresses to listen on, from the GID table (kernel-abi/host_gids.h): count or -errno. */
-int listener_addresses(struct sockaddr_in6 **out);
+/* The GID table's addresses, and the interface of each (multicast joins and sends). */
+int listener_addresses(struct sockaddr_in6 **out, unsigned int **ifindexes);
 int listener_open(struct emu_engine *e, struct emu_listener **out);
 int listener_watch(struct emu_listener *l);	/* engine thread */
 void listener_unwatch(struct emu_listener *l, int n);	/* engine thread: its first n sockets */
 void listener_free(struct emu_listener *l);
 /* The UD socket bound to sgid's address, or -1. */
-int listener_udp_fd(const struct emu_listener *l, const uint8_t sgid[16]);
+/* The UDP socket on address sgid (-1: none) and its interface's index in *ifindex. */
+int listener_udp_socket(const struct emu_listener *l, const uint8_t sgid[16],
+			unsigned int *ifindex);
 /* Engine thread: resumes accepting after a backoff; the next deadline or UINT64_MAX. */
 uint64_t listener_timer(struct emu_listener *l, uint64_t now);
 
@@ -410,8 +417,41 @@ uint16_t ipv4_header_checksum(const uint8_t *hdr);
 void ud_on_datagram(struct io_watch *w, uint32_t revents);	/* engine thread */
 int ud_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned int n,
 		 unsigned int *bad);
-/* A UD socket bound to addr (with its port): the fd, or -errno. */
-int ud_socket_open(const struct sockaddr_in6 *addr);
+/* A UD socket bound to addr (with its port; shared: SO_REUSEADDR): the fd, or -errno. */
+int ud_socket_open(const struct sockaddr_in6 *addr, bool shared);
+
+/* What the IP header of an arriving datagram said, for its GRH. */
+struct ud_arrival {
+	uint8_t sgid[16];	/* its source address */
+	uint8_t dgid[16];	/* the address it was sent to */
+	uint8_t traffic_class;
+	uint8_t hop_limit;
+};
+
+/* One datagram read, its frame parsed; payload points into the engine's receive buffer. */
+struct ud_datagram {
+	struct wire_packet pkt;
+	struct ud_arrival arrival;
+	const uint8_t *payload;
+	uint16_t src_port;
+};
+
+/*
+ * Engine thread: reads the next datagram from fd (overflows: that socket's drop count last
+ * seen; local_port: for the capture). 1: a well-formed frame in d; 0: one dropped as a bad
+ * packet (counted); -1: none left.
+ */
+int ud_read_datagram(int fd, uint32_t *overflows, uint16_t local_port, struct ud_datagram *d);
+/* Engine thread: d received by qp, as a UD QP receives (takes qp->lock). */
+void ud_deliver(struct emu_qp *qp, const struct ud_datagram *d);
+
+/* mcast.c: UD multicast groups, one IP multicast group each */
+#define EMU_MCAST_UDP_PORT	4791	/* RoCE v2's: where every engine's groups listen */
+void mcast_detach_all(struct emu_qp *qp);	/* engine thread: qp is going away */
+void mcast_stop(struct emu_engine *e);		/* engine thread: the engine is stopping */
+/* Engine thread: reads what waits on the socket of group mgid now, if the process has it
+ * (the fuzz harness's way in; otherwise the engine's watch of the socket does it). */
+void mcast_read_group(struct emu_engine *e, const uint8_t mgid[16]);
 
 /* srq.c: receive queues, and shared ones */
 int recv_queue_init(struct recv_queue *q, uint32_t depth, uint32_t max_sge);

@@ -42,13 +42,21 @@
 #define EMU_MAX_QP_RD_ATOM	128	/* outstanding RDMA READ/atomic per QP, each direction */
 #define EMU_MAX_RES_RD_ATOM	(EMU_MAX_QP * EMU_MAX_QP_RD_ATOM)
 #define EMU_MAX_PKEYS		1
+/*
+ * Multicast (emu/mcast.c): rxe's 56 QPs per group; fewer groups than rxe's 8192, because
+ * every group is one UDP socket joined to an IP multicast group on each interface of the
+ * device (docs/semantics.md, "Multicast"), and a process's descriptors are not unlimited.
+ */
+#define EMU_MAX_MCAST_GRP	64
+#define EMU_MAX_MCAST_QP_ATTACH	56
+#define EMU_MAX_TOTAL_MCAST_QP_ATTACH	(EMU_MAX_MCAST_GRP * EMU_MAX_MCAST_QP_ATTACH)
 #define EMU_LOCAL_CA_ACK_DELAY	15
 
 /*
  * Advertised capability flags: only what the engine really does. RNR NAKs are part of the
  * RC data path; an SRQ can be resized with the WQEs posted to it kept; memory windows are
- * type 1 and type 2B (bound to a QP). Multicast is not built yet: its limits stay 0, so
- * applications that probe for it take their fallback path instead of failing later.
+ * type 1 and type 2B (bound to a QP). UD multicast has no capability flag of its own: its
+ * limits above say it is there.
  */
 #define EMU_DEVICE_CAP_FLAGS	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |	\
 				 IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B)

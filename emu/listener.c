@@ -28,18 +28,24 @@ static bool is_link_local(const uint8_t a[16])
 	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
 }
 
-int listener_addresses(struct sockaddr_in6 **out)
+int listener_addresses(struct sockaddr_in6 **out, unsigned int **ifindexes)
 {
 	struct host_gid gids[EMU_MAX_GIDS];
 	struct sockaddr_in6 *sa;
+	unsigned int *ifx;
 	int n = host_gids_collect(gids, EMU_MAX_GIDS), k = 0;
 
 	if (n < 0)
 		return n;
 	sa = calloc(n ? (size_t)n : 1, sizeof(*sa));
-	if (!sa)
+	ifx = calloc(n ? (size_t)n : 1, sizeof(*ifx));
+	if (!sa || !ifx) {
+		free(sa);
+		free(ifx);
 		return -ENOMEM;
+	}
 	for (int i = 0; i < n; i++) {
+		ifx[k] = gids[i].ifindex;
 		sa[k].sin6_family = AF_INET6;
 		memcpy(&sa[k].sin6_addr, gids[i].raw, 16);
 		/* A link-local address means nothing without its interface. */
@@ -48,6 +54,7 @@ int listener_addresses(struct sockaddr_in6 **out)
 		k++;
 	}
 	*out = sa;
+	*ifindexes = ifx;
 	return k;
 }
 
@@ -108,7 +115,7 @@ static int bind_all(struct emu_listener *l, const struct sockaddr_in6 *addrs, in
 			}
 			port = ntohs(sa.sin6_port);
 		}
-		s->udp_fd = ud_socket_open(&sa);
+		s->udp_fd = ud_socket_open(&sa, false);
 		if (s->udp_fd < 0) {
 			int err = -s->udp_fd;
 
@@ -116,6 +123,7 @@ static int bind_all(struct emu_listener *l, const struct sockaddr_in6 *addrs, in
 			return err;
 		}
 		s->addr = sa;
+		s->ifindex = l->engine->ifindexes[i];
 		s->owner = l;
 		l->nsocks++;
 	}
@@ -194,11 +202,14 @@ void listener_free(struct emu_listener *l)
 	free(l);
 }
 
-int listener_udp_fd(const struct emu_listener *l, const uint8_t sgid[16])
+int listener_udp_socket(const struct emu_listener *l, const uint8_t sgid[16],
+			unsigned int *ifindex)
 {
 	for (int i = 0; i < l->nsocks; i++)
-		if (!memcmp(&l->socks[i].addr.sin6_addr, sgid, 16))
+		if (!memcmp(&l->socks[i].addr.sin6_addr, sgid, 16)) {
+			*ifindex = l->socks[i].ifindex;
 			return l->socks[i].udp_fd;
+		}
 	return -1;
 }
 

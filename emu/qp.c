@@ -128,6 +128,7 @@ static void destroy_on_engine(void *arg)
 	struct emu_qp *qp = arg;
 
 	engine_unregister_qp(qp->engine, qp);
+	mcast_detach_all(qp);	/* ibv_close_device's: a user's destroy was EBUSY while attached */
 	counters_qp_unregister(&qp->counters);
 	pthread_mutex_lock(&qp->lock);
 	qp_streams_close(qp);

@@ -104,4 +104,31 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned i
 		     unsigned int *bad);
 int emu_qp_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
+/* The BTH destination QP of every multicast packet (IBTA 9.6.1.1). */
+#define EMU_MULTICAST_QPN	0xffffffu
+
+/* A multicast GID as the kernel's rdma_is_multicast_addr(): ff00::/8, or ::ffff:224.0.0.0/4. */
+static inline bool emu_gid_is_multicast(const uint8_t gid[16])
+{
+	static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (gid[0] == 0xff)
+		return true;
+	for (int i = 0; i < 12; i++)
+		if (gid[i] != v4_mapped[i])
+			return false;
+	return (gid[12] & 0xf0) == 0xe0;
+}
+
+/*
+ * UD multicast (emu/mcast.c). The caller has checked what the kernel's ib_attach_mcast()
+ * checks (a UD QP, a multicast GID). Attach: 0 (also when already attached), ENOMEM past
+ * EMU_MAX_MCAST_GRP / EMU_MAX_MCAST_QP_ATTACH / EMU_MAX_TOTAL_MCAST_QP_ATTACH, or the errno
+ * of the group's socket. Detach: 0, or EINVAL when qp is not attached to mgid.
+ */
+int emu_mcast_attach(struct emu_qp *qp, const uint8_t mgid[16]);
+int emu_mcast_detach(struct emu_qp *qp, const uint8_t mgid[16]);
+/* How many groups qp is attached to (a user's destroy of the QP is EBUSY until 0). */
+int emu_mcast_attached(struct emu_qp *qp);
+
 #endif

@@ -24,7 +24,7 @@
 
 static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
 
-int ud_socket_open(const struct sockaddr_in6 *addr)
+int ud_socket_open(const struct sockaddr_in6 *addr, bool shared)
 {
 	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int off = 0, on = 1, rcvbuf = UD_SOCKET_BUFFER;
@@ -49,6 +49,9 @@ int ud_socket_open(const struct sockaddr_in6 *addr)
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
+	/* A multicast group's port is every engine's on the host: each gets its own copy. */
+	if (shared)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
 	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
 		int err = -errno;
 
@@ -68,14 +71,6 @@ uint16_t ipv4_header_checksum(const uint8_t *hdr)
 		sum = (sum & 0xffff) + (sum >> 16);
 	return (uint16_t)~sum;
 }
-
-/* What the IP header of an arriving datagram said, for its GRH. */
-struct ud_arrival {
-	uint8_t sgid[16];	/* its source address */
-	uint8_t dgid[16];	/* the address it was sent to */
-	uint8_t traffic_class;
-	uint8_t hop_limit;
-};
 
 /*
  * The L3 header a RoCE v2 packet came in, as an mlx5 CQE's RoCE packet type gives it and
@@ -131,9 +126,10 @@ static void build_grh(uint8_t grh[GRH_LEN], const struct ud_arrival *a, uint32_t
 	memcpy(grh + 24, dgid, 16);
 }
 
-static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const uint8_t *payload,
-		       const struct ud_arrival *arrival)
+static void ud_receive(struct emu_qp *qp, const struct ud_datagram *d)
 {
+	const struct wire_packet *pkt = &d->pkt;
+	const struct ud_arrival *arrival = &d->arrival;
 	struct ibv_sge sge[EMU_MAX_SGE];
 	struct recv_wqe rwqe = { .sge = sge };
 	struct rx_sink sink = { .kind = SINK_LOCAL, .needed = IBV_ACCESS_LOCAL_WRITE };
@@ -165,7 +161,7 @@ static void ud_receive(struct emu_qp *qp, const struct wire_packet *pkt, const u
 	sink.sge = rwqe.sge;
 	sink.num_sge = rwqe.num_sge;
 	sink_place(&sink, grh, GRH_LEN);
-	sink_place(&sink, payload, pkt->payload_len);
+	sink_place(&sink, d->payload, pkt->payload_len);
 	if (sink.failure != MEM_ACCESS_OK) {
 		qp_complete_recv(qp, &rwqe, mem_access_local_wc_status(sink.failure), IBV_WC_RECV,
 				 0, 0, 0, false);
@@ -205,15 +201,15 @@ static uint8_t cmsg_byte(const struct cmsghdr *c)
  * hop limit, and the count of datagrams the socket has dropped for want of buffer space
  * (a running total).
  */
-static void read_control(struct msghdr *msg, struct ud_arrival *a, struct listen_socket *l)
+static void read_control(struct msghdr *msg, struct ud_arrival *a, uint32_t *overflows)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
 			uint32_t total;
 
 			memcpy(&total, CMSG_DATA(c), sizeof(total));
-			counter_add(EMU_CNT_RCV_BUFFER_DROPS, total - l->udp_overflows);
-			l->udp_overflows = total;
+			counter_add(EMU_CNT_RCV_BUFFER_DROPS, total - *overflows);
+			*overflows = total;
 		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
 			memcpy(a->dgid, &((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, 16);
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
@@ -229,52 +225,74 @@ static void read_control(struct msghdr *msg, struct ud_arrival *a, struct listen
 	}
 }
 
+/* The one receive buffer: datagrams are read on the engine thread only. */
+static uint8_t rx_buf[UD_MAX_DATAGRAM + 1];
+
+int ud_read_datagram(int fd, uint32_t *overflows, uint16_t local_port, struct ud_datagram *d)
+{
+	struct sockaddr_in6 from;
+	struct iovec iov = { .iov_base = rx_buf, .iov_len = sizeof(rx_buf) };
+	char control[256];
+	struct msghdr msg = { .msg_name = &from, .msg_namelen = sizeof(from),
+			      .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = control, .msg_controllen = sizeof(control) };
+	uint32_t frame_len;
+	ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
+
+	if (n < 0)
+		return -1;
+	memset(&d->arrival, 0, sizeof(d->arrival));
+	d->arrival.hop_limit = 64;
+	read_control(&msg, &d->arrival, overflows);
+	memcpy(d->arrival.sgid, &from.sin6_addr, 16);
+	d->src_port = ntohs(from.sin6_port);
+	/* A datagram is one whole frame, or it is dropped, as a bad packet is. */
+	if (n < 5 || (size_t)n > UD_MAX_DATAGRAM) {
+		counter_add(EMU_CNT_RCV_ERRORS, 1);
+		return 0;
+	}
+	memcpy(&frame_len, rx_buf, 4);
+	frame_len = ntohl(frame_len);
+	if (frame_len != (uint32_t)n - 4 || !(wire_opcodes[rx_buf[4]].flags & OPF_DATAGRAM) ||
+	    wire_parse(rx_buf + 4, frame_len, &d->pkt)) {
+		counter_add(EMU_CNT_RCV_ERRORS, 1);
+		return 0;
+	}
+	if (pcap_active)
+		pcap_datagram(PCAP_IN, d->arrival.sgid, d->src_port, d->arrival.dgid, local_port,
+			      &(struct iovec){ rx_buf, (size_t)n }, 1);
+	d->payload = rx_buf + 4 + wire_opcodes[d->pkt.opcode].hdr_len;
+	return 1;
+}
+
+void ud_deliver(struct emu_qp *qp, const struct ud_datagram *d)
+{
+	pthread_mutex_lock(&qp->lock);
+	ud_receive(qp, d);
+	pthread_mutex_unlock(&qp->lock);
+}
+
 void ud_on_datagram(struct io_watch *w, uint32_t revents)
 {
 	struct listen_socket *sock = container_of(w, struct listen_socket, udp_watch);
-	static uint8_t buf[UD_MAX_DATAGRAM + 1];
-	char control[256];
 
 	(void)revents;
 	for (int i = 0; i < 64; i++) {
-		struct sockaddr_in6 from;
-		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-		struct msghdr msg = { .msg_name = &from, .msg_namelen = sizeof(from),
-				      .msg_iov = &iov, .msg_iovlen = 1,
-				      .msg_control = control, .msg_controllen = sizeof(control) };
-		struct ud_arrival arrival = { .hop_limit = 64 };
-		struct wire_packet pkt;
+		struct ud_datagram d;
 		struct emu_qp *qp;
-		uint32_t frame_len;
-		ssize_t n = recvmsg(w->fd, &msg, MSG_DONTWAIT);
+		int got = ud_read_datagram(w->fd, &sock->udp_overflows, sock->owner->port, &d);
 
-		if (n < 0)
+		if (got < 0)
 			return;
-		read_control(&msg, &arrival, sock);
-		memcpy(arrival.sgid, &from.sin6_addr, 16);
-		/* A datagram is one whole frame, or it is dropped, as a bad packet is. */
-		if (n < 5 || (size_t)n > UD_MAX_DATAGRAM) {
-			counter_add(EMU_CNT_RCV_ERRORS, 1);
+		if (!got)
 			continue;
-		}
-		memcpy(&frame_len, buf, 4);
-		frame_len = ntohl(frame_len);
-		if (frame_len != (uint32_t)n - 4 || !(wire_opcodes[buf[4]].flags & OPF_DATAGRAM) ||
-		    wire_parse(buf + 4, frame_len, &pkt)) {
-			counter_add(EMU_CNT_RCV_ERRORS, 1);
-			continue;
-		}
-		if (pcap_active)
-			pcap_datagram(PCAP_IN, arrival.sgid, ntohs(from.sin6_port), arrival.dgid,
-				      sock->owner->port, &(struct iovec){ buf, (size_t)n }, 1);
-		qp = engine_find_qp(sock->owner->engine, pkt.qpn);
+		/* EMU_MULTICAST_QPN names no QP: multicast arrives on a group's socket only. */
+		qp = engine_find_qp(sock->owner->engine, d.pkt.qpn);
 		counter_packet(QP_COUNTERS(qp && qp->type == IBV_QPT_UD ? qp : NULL), EMU_CNT_RCV_DATA,
-			       wire_opcodes[pkt.opcode].hdr_len, pkt.payload_len);
+			       wire_opcodes[d.pkt.opcode].hdr_len, d.pkt.payload_len);
 		if (!qp || qp->type != IBV_QPT_UD)
 			continue;
-		pthread_mutex_lock(&qp->lock);
-		ud_receive(qp, &pkt, buf + 4 + wire_opcodes[pkt.opcode].hdr_len, &arrival);
-		pthread_mutex_unlock(&qp->lock);
+		ud_deliver(qp, &d);
 	}
 }
 
@@ -306,7 +324,8 @@ static void add_int_cmsg(struct msghdr *msg, struct cmsghdr **at, int level, int
 	memcpy(CMSG_DATA(*at), &v, sizeof(v));
 }
 
-static void set_control(struct msghdr *msg, union ud_control *control, const struct emu_av *av)
+static void set_control(struct msghdr *msg, union ud_control *control, const struct emu_av *av,
+			unsigned int ifindex)
 {
 	bool v4 = !memcmp(av->dgid, v4_prefix, 12);
 	struct cmsghdr *c;
@@ -316,6 +335,7 @@ static void set_control(struct msghdr *msg, union ud_control *control, const str
 	msg->msg_controllen = sizeof(control->buf);
 	c = add_cmsg(msg, NULL, IPPROTO_IPV6, IPV6_PKTINFO, sizeof(struct in6_pktinfo));
 	memcpy(&((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr, av->sgid, 16);
+	((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_ifindex = ifindex;
 	/* A v4-mapped destination goes out as IPv4: its header takes IP_TOS and IP_TTL. */
 	add_int_cmsg(msg, &c, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TOS : IPV6_TCLASS,
 		     av->traffic_class);
@@ -356,9 +376,11 @@ static enum ibv_wc_status gather(struct emu_qp *qp, const struct emu_send_wr *wr
 static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send_wr *wr)
 {
 	const struct emu_av *av = wr->ud.av;
+	bool mcast = emu_gid_is_multicast(av->dgid);
 	struct wire_packet pkt = {
 		.opcode = wr->opcode == IBV_WR_SEND_WITH_IMM ? OP_UD_SEND_ONLY_IMM : OP_UD_SEND_ONLY,
-		.qpn = wr->ud.remote_qpn & BTH_QPN_MASK,
+		/* To a multicast DGID the BTH names the multicast QPN, whatever the WR says (rxe). */
+		.qpn = mcast ? EMU_MULTICAST_QPN : wr->ud.remote_qpn & BTH_QPN_MASK,
 		.psn = qp->req.psn,
 		.solicited = wr->send_flags & IBV_SEND_SOLICITED,
 		.imm = wr->imm_data,
@@ -372,7 +394,8 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send
 	struct msghdr msg = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = iov };
 	enum ibv_wc_status status;
 	uint64_t length = sge_total_length(wr->sg_list, wr->num_sge);
-	int niov = 1, nrefs = 0;
+	int niov = 1, nrefs = 0, fd = -1;
+	unsigned int ifindex = 0;
 
 	/* A controlled Q_Key in the WR means "use the QP's own" (IBTA 10.2.5). */
 	pkt.qkey = (wr->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey : wr->ud.remote_qkey;
@@ -390,13 +413,20 @@ static enum ibv_wc_status send_datagram(struct emu_qp *qp, const struct emu_send
 	iov[0].iov_len = wire_build(hdr, &pkt);
 	msg.msg_iovlen = (size_t)niov;
 	memcpy(&to.sin6_addr, av->dgid, 16);
-	to.sin6_port = htons((uint16_t)(pkt.qpn >> 8));
-	set_control(&msg, &control, av);
-	if (sendmsg(listener_udp_fd(qp->listener, av->sgid), &msg, MSG_DONTWAIT) < 0) {
+	/*
+	 * A group's datagrams go to the RoCE v2 port, out of the source GID's interface only
+	 * (never a route's choice: the device is attached to its interfaces and no others).
+	 */
+	to.sin6_port = htons(mcast ? EMU_MCAST_UDP_PORT : (uint16_t)(pkt.qpn >> 8));
+	fd = listener_udp_socket(qp->listener, av->sgid, &ifindex);
+	set_control(&msg, &control, av, mcast ? ifindex : 0);
+	if (sendmsg(fd, &msg, MSG_DONTWAIT) < 0) {
 		qp_counter_add(&qp->counters, EMU_CNT_XMIT_DISCARDS, 1);	/* lost, as UD may */
 		goto out;
 	}
 	counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, iov[0].iov_len - 4, length);
+	if (mcast)
+		qp_counter_add(&qp->counters, EMU_CNT_MCAST_XMIT_PACKETS, 1);
 	if (pcap_active)
 		pcap_datagram(PCAP_OUT, av->sgid, (uint16_t)(qp->qpn >> 8), av->dgid,
 			      ntohs(to.sin6_port), iov, niov);

@@ -141,23 +141,31 @@ static void copy_private_data(struct cm_event *ev, const struct cm_msg *msg, uin
 }
 
 /* Service ID resolution: the event says how to reach the peer's UD QP. */
-static void fill_ud_param(struct cm_event *ev, struct cm_id *id, const struct cm_msg *msg)
+/* The address of a UD peer (or group) at dgid, from the id's source address. */
+static void fill_ud_address(struct rdma_ud_param *ud, struct cm_id *id, const uint8_t dgid[16],
+			    uint32_t qpn, uint32_t qkey)
 {
-	struct rdma_ud_param *ud = &ev->event.param.ud;
-	uint8_t len = padded_private_len(ev->event.event, true);
 	union ibv_gid sgid;
 	int sgid_index = cm_gid_index_of(id->id.verbs, &id->id.route.addr.src_addr, &sgid);
 
-	copy_private_data(ev, msg, len);
-	ud->private_data = len ? ev->private_data : NULL;
-	ud->private_data_len = len;
 	ud->ah_attr.is_global = 1;
 	ud->ah_attr.port_num = 1;
 	ud->ah_attr.grh.sgid_index = sgid_index < 0 ? 0 : (uint8_t)sgid_index;
 	ud->ah_attr.grh.hop_limit = 64;
-	memcpy(&ud->ah_attr.grh.dgid, msg->gid, 16);
-	ud->qp_num = msg->qpn;
-	ud->qkey = msg->psn;
+	memcpy(&ud->ah_attr.grh.dgid, dgid, 16);
+	ud->qp_num = qpn;
+	ud->qkey = qkey;
+}
+
+static void fill_ud_param(struct cm_event *ev, struct cm_id *id, const struct cm_msg *msg)
+{
+	struct rdma_ud_param *ud = &ev->event.param.ud;
+	uint8_t len = padded_private_len(ev->event.event, true);
+
+	copy_private_data(ev, msg, len);
+	ud->private_data = len ? ev->private_data : NULL;
+	ud->private_data_len = len;
+	fill_ud_address(ud, id, msg->gid, msg->qpn, msg->psn);
 }
 
 static void fill_conn_param(struct cm_event *ev, const struct cm_msg *msg)
@@ -177,28 +185,57 @@ static void fill_conn_param(struct cm_event *ev, const struct cm_msg *msg)
 	p->qp_num = msg->qpn;
 }
 
+static struct cm_event *event_new(struct cm_id *id, enum rdma_cm_event_type type, int status)
+{
+	struct cm_event *ev = calloc(1, sizeof(*ev));
+
+	if (!ev)
+		return NULL;
+	ev->event.id = &id->id;
+	ev->event.event = type;
+	ev->event.status = status;
+	ev->owner = id;
+	return ev;
+}
+
+/* id->lock held: ev goes on ch, counted as id's. */
+static void event_post(struct cm_id *id, struct cm_channel *ch, struct cm_event *ev)
+{
+	id->events_posted++;
+	pthread_mutex_lock(&ch->lock);
+	enqueue(ch, ev);
+	pthread_mutex_unlock(&ch->lock);
+}
+
 int cm_post_event(struct cm_id *id, enum rdma_cm_event_type type, int status,
 		  const struct cm_msg *msg, struct cm_id *listen_id)
 {
 	/* A connection request is the listener's event, though it names the new id. */
 	struct cm_channel *ch = to_cm_channel(listen_id ? listen_id->id.channel : id->id.channel);
-	struct cm_event *ev = calloc(1, sizeof(*ev));
+	struct cm_event *ev = event_new(id, type, status);
 
 	if (!ev)
 		return ENOMEM;
-	ev->event.id = &id->id;
 	ev->event.listen_id = listen_id ? &listen_id->id : NULL;
-	ev->event.event = type;
-	ev->event.status = status;
-	ev->owner = id;
 	if (msg && cm_id_is_ud(id))
 		fill_ud_param(ev, id, msg);
 	else if (msg)
 		fill_conn_param(ev, msg);
-	id->events_posted++;
-	pthread_mutex_lock(&ch->lock);
-	enqueue(ch, ev);
-	pthread_mutex_unlock(&ch->lock);
+	event_post(id, ch, ev);
+	return 0;
+}
+
+int cm_post_mcast_event(struct cm_id *id, enum rdma_cm_event_type type, int status,
+			const union ibv_gid *mgid, uint32_t qkey, void *context)
+{
+	struct cm_event *ev = event_new(id, type, status);
+
+	if (!ev)
+		return ENOMEM;
+	/* cma_make_mc_event(): the group's address, the multicast QPN, the join's context. */
+	fill_ud_address(&ev->event.param.ud, id, mgid->raw, 0xffffff, qkey);
+	ev->event.param.ud.private_data = context;
+	event_post(id, to_cm_channel(id->id.channel), ev);
 	return 0;
 }
 

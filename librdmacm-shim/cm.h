@@ -8,7 +8,7 @@
  * CM socket: listeners, connections not yet past their REQ, timers), send.c (messages to a
  * peer: never blocking, a bounded queue), id.c (ids, addresses, listen, options, devices),
  * connect.c (the connection handshake, docs/rdma-cm.md), qp.c (QPs made on ids, and what
- * rdma_init_qp_attr reports), addrinfo.c (rdma_getaddrinfo and the endpoint calls),
+ * rdma_init_qp_attr reports), multicast.c (UD multicast joins), addrinfo.c (rdma_getaddrinfo and the endpoint calls),
  * rsocket.c (the rsocket API over TCP).
  *
  * THE LOCK RULE. Every field below says which lock guards it; these are the CM's locks
@@ -161,6 +161,7 @@ struct cm_id {
 	uint32_t local_psn;
 	uint32_t ece_vendor_id, ece_options;	/* rdma_set_local_ece */
 	struct ibv_qp_init_attr ep_qp_attr;	/* rdma_create_ep listener: QPs for requests */
+	struct cm_mcast *mcasts;	/* multicast.c: the groups joined, newest first */
 	/* send.c (lock): what the socket did not take, oldest first */
 	struct cm_msg txq[CM_TX_QUEUE];
 	unsigned int tx_head, tx_count;
@@ -197,6 +198,9 @@ static inline bool cm_id_is_ud(const struct cm_id *id)
  */
 int cm_post_event(struct cm_id *id, enum rdma_cm_event_type type, int status,
 		  const struct cm_msg *msg, struct cm_id *listen_id);
+/* The same for a multicast join's event: the group's address handle and the join's context. */
+int cm_post_mcast_event(struct cm_id *id, enum rdma_cm_event_type type, int status,
+			const union ibv_gid *mgid, uint32_t qkey, void *context);
 /* Synchronous ids: waits for the next event of this id and consumes it; 0 or errno. The
  * event stays in id->event until the next call releases it (id->lock held). */
 int cm_wait_event(struct cm_id *id, enum rdma_cm_event_type expected);
@@ -245,6 +249,9 @@ void cm_handle_conn_lost(struct cm_id *id);			/* id->lock held */
 /* Takes down an id the application never saw or is destroying: REJ or DREQ as its state
  * asks, then the socket goes. No lock held; the id is no longer watched. */
 void cm_conn_close(struct cm_id *id, enum cm_state was);
+
+/* multicast.c: an id's joins are forgotten when it goes (id->lock not needed: no users) */
+void cm_mcast_forget(struct cm_id *id);
 
 /* qp.c */
 int cm_qp_to_rtr_rts(struct cm_id *id, const struct cm_msg *peer);

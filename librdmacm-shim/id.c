@@ -158,6 +158,7 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context,
 
 void cm_id_free(struct cm_id *id)
 {
+	cm_mcast_forget(id);
 	if (id->own_channel)
 		rdma_destroy_event_channel(&id->own_channel->channel);
 	pthread_cond_destroy(&id->cond);
@@ -564,26 +565,4 @@ EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
 EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 {
 	return port_of(&id->route.addr.dst_addr);
-}
-
-EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{
-	(void)id, (void)addr, (void)context;
-	errno = EOPNOTSUPP;	/* UD multicast is not built */
-	return -1;
-}
-
-EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *attr,
-				  void *context)
-{
-	(void)id, (void)attr, (void)context;
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	(void)id, (void)addr;
-	errno = EOPNOTSUPP;
-	return -1;
 }

@@ -170,9 +170,57 @@ int sr_qp_teardown(struct sr_context *ctx, struct sr_qp *qp)
 	return 0;
 }
 
+/*
+ * As uverbs_free_qp(): a user's destroy of a QP still attached to a multicast group is EBUSY
+ * (ibv_close_device detaches it instead). An attach racing this destroy cannot leave the
+ * group holding a freed QP: the engine detaches whatever a QP has when it goes.
+ */
 int sr_destroy_qp(struct ibv_qp *ibqp)
 {
-	return sr_obj_destroy(to_sr_context(ibqp->context), SR_QP_REF(ibqp));
+	struct sr_context *ctx = to_sr_context(ibqp->context);
+	int ret = sr_obj_enter(ctx, SR_QP_REF(ibqp)), attached;
+
+	if (ret)
+		return ret;
+	attached = emu_mcast_attached(to_sr_qp(ibqp)->qp);
+	sr_obj_leave(ctx, &to_sr_qp(ibqp)->obj);
+	if (attached)
+		return EBUSY;
+	return sr_obj_destroy(ctx, SR_QP_REF(ibqp));
+}
+
+/*
+ * ibv_attach_mcast/ibv_detach_mcast: the checks of the kernel's ib_attach_mcast() (a UD QP,
+ * a multicast GID; the LID means nothing on RoCE), then the engine's group table.
+ */
+static int mcast_verb(struct ibv_qp *ibqp, const union ibv_gid *gid, bool attach)
+{
+	struct sr_context *ctx = to_sr_context(ibqp->context);
+	struct sr_qp *qp = to_sr_qp(ibqp);
+	int ret = sr_obj_enter(ctx, SR_QP_REF(ibqp));
+
+	if (ret)
+		return ret;
+	if (!attach)
+		ret = emu_mcast_detach(qp->qp, gid->raw);
+	else if (ibqp->qp_type != IBV_QPT_UD || !emu_gid_is_multicast(gid->raw))
+		ret = EINVAL;
+	else
+		ret = emu_mcast_attach(qp->qp, gid->raw);
+	sr_obj_leave(ctx, &qp->obj);
+	return ret;
+}
+
+int sr_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)lid;
+	return mcast_verb(ibqp, gid, true);
+}
+
+int sr_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)lid;
+	return mcast_verb(ibqp, gid, false);
 }
 
 static int modify_qp(struct sr_context *ctx, struct sr_qp *qp, struct ibv_qp_attr *attr,

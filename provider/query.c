@@ -87,6 +87,9 @@ static void fill_device_attr(struct ibv_context *context, struct ibv_device_attr
 	a->max_srq_wr = EMU_MAX_SRQ_WR;
 	a->max_srq_sge = EMU_MAX_SRQ_SGE;
 	a->max_pkeys = EMU_MAX_PKEYS;
+	a->max_mcast_grp = EMU_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = EMU_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = EMU_MAX_TOTAL_MCAST_QP_ATTACH;
 	a->local_ca_ack_delay = EMU_LOCAL_CA_ACK_DELAY;
 	a->phys_port_cnt = EMU_NUM_PORTS;
 }

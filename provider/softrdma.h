@@ -312,6 +312,8 @@ int sr_destroy_ah(struct ibv_ah *ah);
 /* qp.c */
 struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 int sr_destroy_qp(struct ibv_qp *qp);
+int sr_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+int sr_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int sr_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 int sr_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		struct ibv_qp_init_attr *init_attr);

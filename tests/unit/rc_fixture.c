@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -23,6 +25,26 @@ uint64_t rc_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool rc_read_within(int fd, void *buf, size_t n)
+{
+	uint64_t deadline = rc_now_ms() + RC_WAIT_MS;
+	size_t got = 0;
+
+	while (got < n) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = rc_now_ms();
+		ssize_t r;
+
+		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) != 1)
+			return false;
+		r = read(fd, (char *)buf + got, n - got);
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
 }
 
 static void nap(void)
@@ -110,6 +132,18 @@ int rc_teardown(void **state)
 	rc_close(env);
 	free(env);
 	return 0;
+}
+
+pid_t rc_child;
+
+int rc_teardown_child(void **state)
+{
+	if (rc_child > 0) {
+		kill(rc_child, SIGKILL);
+		waitpid(rc_child, NULL, 0);
+		rc_child = 0;
+	}
+	return *state ? rc_teardown(state) : 0;
 }
 
 void rc_default_opts(struct rc_qp_opts *o)

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 
 #define RC_WAIT_MS	5000	/* longest any wait lasts before the test fails */
@@ -75,6 +76,10 @@ struct rc_env {
  * setup keeps the test's initial state (a table case's row) in env->param. */
 int rc_setup(void **state);
 int rc_teardown(void **state);
+/* A forked peer's pid (0: none), killed and reaped by rc_teardown_child if still there. */
+extern pid_t rc_child;
+/* rc_teardown (when the test opened a device in *state) after killing rc_child. */
+int rc_teardown_child(void **state);
 /* The same, for a test that must do something (fork) before the device is opened. */
 void rc_open(struct rc_env *env);
 void rc_close(struct rc_env *env);
@@ -158,6 +163,8 @@ int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 uint64_t rc_port_counter(const char *name);
 
 uint64_t rc_now_ms(void);
+/* Reads n bytes from fd within RC_WAIT_MS: false if they did not all come (EOF, error, time). */
+bool rc_read_within(int fd, void *buf, size_t n);
 const char *rc_state_name(enum ibv_qp_state s);
 
 #endif

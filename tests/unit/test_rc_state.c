@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -508,27 +507,6 @@ struct peer_info {
 	uint32_t rkey;
 };
 
-/* Reads exactly n bytes within RC_WAIT_MS; false on timeout, EOF or error. */
-static bool read_within(int fd, void *buf, size_t n)
-{
-	uint64_t deadline = rc_now_ms() + RC_WAIT_MS;
-	size_t got = 0;
-
-	while (got < n) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		uint64_t now = rc_now_ms();
-		ssize_t r;
-
-		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) != 1)
-			return false;
-		r = read(fd, (char *)buf + got, n - got);
-		if (r <= 0)
-			return false;
-		got += (size_t)r;
-	}
-	return true;
-}
-
 /*
  * The child: its own device, one QP connected to the parent's, one MR the parent may
  * write. It never returns; cmocka is not used here (a failed assert would run the rest of
@@ -574,7 +552,7 @@ static void child_main(int to_parent, int from_parent)
 	me.addr = (uintptr_t)buf;
 	me.rkey = mr->rkey;
 	if (write(to_parent, &me, sizeof(me)) != sizeof(me) ||
-	    !read_within(from_parent, &parent, sizeof(parent)))
+	    !rc_read_within(from_parent, &parent, sizeof(parent)))
 		_exit(4);
 	/* One receive, for a SEND, in the second half of buf. */
 	recv_sge = (struct ibv_sge){ .addr = (uintptr_t)&buf[256], .length = 2048,
@@ -588,18 +566,6 @@ static void child_main(int to_parent, int from_parent)
 	while (read(from_parent, &c, 1) > 0)
 		;
 	_exit(0);
-}
-
-static pid_t child_pid;	/* killed by the teardown if the test failed before it did */
-
-static int teardown_child(void **state)
-{
-	if (child_pid > 0) {
-		kill(child_pid, SIGKILL);
-		waitpid(child_pid, NULL, 0);
-		child_pid = 0;
-	}
-	return *state ? rc_teardown(state) : 0;
 }
 
 /*
@@ -626,7 +592,7 @@ static struct rc_env *connect_child(void **state, uint8_t timeout, uint8_t retry
 		close(p2c[1]);
 		child_main(c2p[1], p2c[0]);
 	}
-	child_pid = pid;
+	rc_child = pid;
 	close(c2p[1]);
 	close(p2c[0]);
 
@@ -639,13 +605,13 @@ static struct rc_env *connect_child(void **state, uint8_t timeout, uint8_t retry
 	o.retry_cnt = retry_cnt;
 	rc_create_end(env, &o, &env->a);
 
-	if (!read_within(c2p[0], child, sizeof(*child)))
+	if (!rc_read_within(c2p[0], child, sizeof(*child)))
 		fail_msg("the child sent no QPN");
 	me.qpn = env->a.qp->qp_num;
 	me.gid = env->gid;
 	assert_int_equal(write(p2c[1], &me, sizeof(me)), sizeof(me));
 	rc_connect(env->a.qp, &o, child->qpn, &child->gid);
-	if (!read_within(c2p[0], &ready, 1) || !ready)
+	if (!rc_read_within(c2p[0], &ready, 1) || !ready)
 		fail_msg("the child did not connect");
 	close(c2p[0]);
 	*to_child = p2c[1];
@@ -665,7 +631,7 @@ static void test_retry_exceeded_when_peer_killed(void **state)
 	pid_t pid;
 
 	env = connect_child(state, timeout, retry_cnt, &child, &to_child);
-	pid = child_pid;
+	pid = rc_child;
 	buf = rc_alloc(env, env->page);
 	mr = rc_reg(env, env->pd, buf->p, buf->cap, IBV_ACCESS_LOCAL_WRITE);
 	rc_fill(buf->p, buf->cap, 0x66);
@@ -681,7 +647,7 @@ static void test_retry_exceeded_when_peer_killed(void **state)
 	/* ...and once it is killed, the next WRITE runs out of retries. */
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	child_pid = 0;
+	rc_child = 0;
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	close(to_child);
 
@@ -726,8 +692,8 @@ static void test_stopped_peer_answers_late(void **state)
 	mr = rc_reg(env, env->pd, buf->p, buf->cap, IBV_ACCESS_LOCAL_WRITE);
 	rc_fill(buf->p, 128, 0x3c);
 
-	assert_int_equal(kill(child_pid, SIGSTOP), 0);
-	assert_int_equal(waitpid(child_pid, &status, WUNTRACED), child_pid);
+	assert_int_equal(kill(rc_child, SIGSTOP), 0);
+	assert_int_equal(waitpid(rc_child, &status, WUNTRACED), rc_child);
 	assert_true(WIFSTOPPED(status));
 	t0 = rc_now_ms();
 	sge = rc_sge(buf->p, 64, mr);
@@ -739,7 +705,7 @@ static void test_stopped_peer_answers_late(void **state)
 	assert_int_equal(rc_post_rdma(env->a.qp, 3, IBV_WR_RDMA_READ, &sge, 1, child.addr,
 				      child.rkey), 0);
 	rc_expect_no_wc(env->a.scq, stop_ms);
-	assert_int_equal(kill(child_pid, SIGCONT), 0);
+	assert_int_equal(kill(rc_child, SIGCONT), 0);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
 	rc_expect_wc(env->a.scq, 2, IBV_WC_SUCCESS, NULL);
 	rc_expect_wc(env->a.scq, 3, IBV_WC_SUCCESS, NULL);
@@ -749,8 +715,8 @@ static void test_stopped_peer_answers_late(void **state)
 	rc_expect_pattern(buf->p + 2048, 64, 0x3c, "read back after the stop");
 	assert_int_equal(rc_state(env->a.qp), IBV_QPS_RTS);
 	close(to_child);	/* the child exits */
-	assert_int_equal(waitpid(child_pid, &status, 0), child_pid);
-	child_pid = 0;
+	assert_int_equal(waitpid(rc_child, &status, 0), rc_child);
+	rc_child = 0;
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
@@ -798,10 +764,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		/* First, so that nothing verbs-related has run in this process before the fork. */
 		cmocka_unit_test_setup_teardown(test_retry_exceeded_when_peer_killed, NULL,
-						teardown_child),
+						rc_teardown_child),
 		/* Forks too: the first test's engine has stopped with its last context. */
 		cmocka_unit_test_setup_teardown(test_stopped_peer_answers_late, NULL,
-						teardown_child),
+						rc_teardown_child),
 		T(retry_exceeded_when_peer_in_err),
 		T(legal_path_with_exact_masks),
 		T(init_requires_its_mask),

@@ -13,51 +13,18 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rc_fixture.h"
+#include "ud_fixture.h"
 
-#define GRH_LEN		40
-#define SLOT		4096	/* one receive buffer per slot */
+#define GRH_LEN		UD_GRH_LEN
+#define SLOT		UD_SLOT
 #define QKEY_A		0x1111
 #define QKEY_B		0x2222
-
-struct ud_end {
-	struct ibv_qp *qp;
-	struct ibv_cq *cq;
-	struct rc_buf *buf;		/* SLOT-sized receive buffers */
-	struct ibv_mr *mr;
-};
 
 struct ud_scene {
 	struct rc_env *env;
 	struct ud_end a, b;
 	struct ibv_ah *ah;		/* to GID 0 */
 };
-
-static void ud_end_create(struct rc_env *env, struct ud_end *end, uint32_t qkey)
-{
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_UD,
-		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
-
-	end->cq = ibv_create_cq(env->ctx, 32, NULL, NULL, 0);
-	assert_non_null(end->cq);
-	init.send_cq = end->cq;
-	init.recv_cq = end->cq;
-	end->qp = ibv_create_qp(env->pd, &init);
-	assert_non_null(end->qp);
-	assert_int_equal(ibv_modify_qp(end->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_QKEY), 0);
-	attr.qp_state = IBV_QPS_RTR;
-	assert_int_equal(ibv_modify_qp(end->qp, &attr, IBV_QP_STATE), 0);
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = 0;
-	assert_int_equal(ibv_modify_qp(end->qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-	end->buf = rc_alloc(env, 8 * SLOT);
-	end->mr = rc_reg(env, env->pd, end->buf->p, 8 * SLOT, IBV_ACCESS_LOCAL_WRITE);
-}
 
 static void scene_init(struct ud_scene *s, void **state, uint32_t qkey_a, uint32_t qkey_b)
 {
@@ -75,43 +42,15 @@ static void scene_init(struct ud_scene *s, void **state, uint32_t qkey_a, uint32
 static void scene_destroy(struct ud_scene *s)
 {
 	assert_int_equal(ibv_destroy_ah(s->ah), 0);
-	for (int i = 0; i < 2; i++) {
-		struct ud_end *end = i ? &s->b : &s->a;
-
-		assert_int_equal(ibv_destroy_qp(end->qp), 0);
-		assert_int_equal(ibv_destroy_cq(end->cq), 0);
-	}
-}
-
-/* A receive of LEN bytes into slot SLOT_INDEX of END, wr_id = the slot index. */
-static void post_slot(struct ud_end *end, int slot_index, uint32_t len)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)end->buf->p + (size_t)slot_index * SLOT,
-			       .length = len, .lkey = end->mr->lkey };
-
-	rc_post_recv(end->qp, (uint64_t)slot_index, &sge, 1);
+	ud_end_destroy(&s->a);
+	ud_end_destroy(&s->b);
 }
 
 /* Sends LEN (up to 2 slots) bytes of pattern SEED from FROM to TO with Q_Key QKEY. */
 static void send_to(struct ud_scene *s, struct ud_end *from, struct ud_end *to, uint64_t wr_id,
 		    uint32_t len, uint32_t qkey, uint8_t seed, const uint32_t *imm)
 {
-	uint8_t *src = from->buf->p + 6 * SLOT;	/* slots 6 and 7 */
-	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len, .lkey = from->mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
-	struct ibv_send_wr *bad;
-
-	rc_fill(src, len, seed);
-	if (imm) {
-		wr.opcode = IBV_WR_SEND_WITH_IMM;
-		wr.imm_data = *imm;
-	}
-	wr.wr.ud.ah = s->ah;
-	wr.wr.ud.remote_qpn = to->qp->qp_num;
-	wr.wr.ud.remote_qkey = qkey;
-	assert_int_equal(ibv_post_send(from->qp, &wr, &bad), 0);
-	rc_expect_wc(from->cq, wr_id, IBV_WC_SUCCESS, NULL);
+	ud_send(from, s->ah, to->qp->qp_num, qkey, wr_id, len, seed, imm);
 }
 
 static uint16_t ipv4_header_sum(const uint8_t *ip)
@@ -137,7 +76,7 @@ static void test_grh_precedes_the_datagram(void **state)
 	assert_true(!memcmp(s.env->gid.raw + 12, &loopback, 4));
 	grh = s.b.buf->p;
 	memset(grh, 0xee, SLOT);
-	post_slot(&s.b, 0, SLOT);
+	ud_post_slot(&s.b, 0, SLOT);
 	send_to(&s, &s.a, &s.b, 1, 300, QKEY_A, 3, NULL);
 	rc_expect_wc(s.b.cq, 0, IBV_WC_SUCCESS, &wc);
 	assert_int_equal(wc.opcode, IBV_WC_RECV);
@@ -176,7 +115,7 @@ static void test_traffic_class_and_hop_limit_carried(void **state)
 	s.ah = ibv_create_ah(s.env->pd, &ah_attr);
 	assert_non_null(s.ah);
 	grh = s.b.buf->p;
-	post_slot(&s.b, 0, SLOT);
+	ud_post_slot(&s.b, 0, SLOT);
 	send_to(&s, &s.a, &s.b, 1, 16, QKEY_A, 5, NULL);
 	rc_expect_wc(s.b.cq, 0, IBV_WC_SUCCESS, &wc);
 	assert_int_equal(grh[21], 252);				/* IPv4 TOS */
@@ -201,8 +140,8 @@ static void test_reply_through_ah_from_wc(void **state)
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
 
 	scene_init(&s, state, QKEY_A, QKEY_A);
-	post_slot(&s.b, 0, SLOT);
-	post_slot(&s.a, 0, SLOT);
+	ud_post_slot(&s.b, 0, SLOT);
+	ud_post_slot(&s.a, 0, SLOT);
 	send_to(&s, &s.a, &s.b, 1, 64, QKEY_A, 4, &imm);
 	rc_expect_wc(s.b.cq, 0, IBV_WC_SUCCESS, &wc);
 	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
@@ -246,7 +185,7 @@ static void expect_network_header(struct ud_scene *s, uint8_t sgid_index,
 	ah_attr.grh.sgid_index = sgid_index;
 	s->ah = ibv_create_ah(s->env->pd, &ah_attr);
 	assert_non_null(s->ah);
-	post_slot(&s->b, 0, SLOT);
+	ud_post_slot(&s->b, 0, SLOT);
 	send_to(s, &s->a, &s->b, 1, 32, QKEY_A, 6, NULL);
 	rc_expect_wc(s->b.cq, 0, IBV_WC_SUCCESS, &wc);
 	assert_true(wc.wc_flags & IBV_WC_GRH);
@@ -284,7 +223,7 @@ static void test_qkey_mismatch_is_dropped_and_counted(void **state)
 
 	scene_init(&s, state, QKEY_A, QKEY_B);
 	violations = rc_port_counter("qkey_violations");
-	post_slot(&s.b, 0, SLOT);
+	ud_post_slot(&s.b, 0, SLOT);
 	send_to(&s, &s.a, &s.b, 1, 100, QKEY_A, 5, NULL);	/* b's Q_Key is B */
 	rc_expect_no_wc(s.b.cq, RC_QUIET_MS);
 	assert_int_equal(rc_port_counter("qkey_violations"), violations + 1);
@@ -303,7 +242,7 @@ static void test_controlled_qkey_sends_the_qps_own(void **state)
 	uint64_t violations;
 
 	scene_init(&s, state, QKEY_A, QKEY_A);
-	post_slot(&s.b, 0, SLOT);
+	ud_post_slot(&s.b, 0, SLOT);
 	/* 0x80002222 would mismatch if sent as is; the QP's own is A, which b expects. */
 	send_to(&s, &s.a, &s.b, 1, 32, 0x80000000u | QKEY_B, 7, NULL);
 	rc_expect_wc(s.b.cq, 0, IBV_WC_SUCCESS, NULL);
@@ -311,7 +250,7 @@ static void test_controlled_qkey_sends_the_qps_own(void **state)
 
 	scene_init(&s, state, QKEY_A, QKEY_B);
 	violations = rc_port_counter("qkey_violations");
-	post_slot(&s.b, 0, SLOT);
+	ud_post_slot(&s.b, 0, SLOT);
 	/* The controlled key names b's Q_Key, but a's own (A) is what goes out. */
 	send_to(&s, &s.a, &s.b, 1, 32, 0x80000000u | QKEY_B, 7, NULL);
 	rc_expect_no_wc(s.b.cq, RC_QUIET_MS);
@@ -330,7 +269,7 @@ static void test_no_receive_is_dropped_and_counted(void **state)
 	send_to(&s, &s.a, &s.b, 1, 100, QKEY_A, 8, NULL);
 	rc_expect_no_wc(s.b.cq, RC_QUIET_MS);
 	assert_int_equal(rc_port_counter("out_of_buffer"), dropped + 1);
-	post_slot(&s.b, 0, SLOT);
+	ud_post_slot(&s.b, 0, SLOT);
 	rc_expect_no_wc(s.b.cq, RC_QUIET_MS);		/* not delivered late */
 	assert_int_equal(rc_state(s.b.qp), IBV_QPS_RTS);
 	send_to(&s, &s.a, &s.b, 2, 100, QKEY_A, 9, NULL);
@@ -345,7 +284,7 @@ static void test_longer_than_mtu_never_arrives(void **state)
 	struct ud_scene s;
 
 	scene_init(&s, state, QKEY_A, QKEY_A);
-	post_slot(&s.b, 0, SLOT);
+	ud_post_slot(&s.b, 0, SLOT);
 	send_to(&s, &s.a, &s.b, 1, SLOT + 1, QKEY_A, 10, NULL);
 	rc_expect_no_wc(s.b.cq, RC_QUIET_MS);
 	send_to(&s, &s.a, &s.b, 2, SLOT - GRH_LEN, QKEY_A, 11, NULL);	/* the largest that fits */
@@ -362,7 +301,7 @@ static void test_receive_too_small_for_grh_and_message(void **state)
 
 	scene_init(&s, state, QKEY_A, QKEY_A);
 	memset(s.b.buf->p, 0xee, 2 * SLOT);
-	post_slot(&s.b, 0, GRH_LEN + 99);
+	ud_post_slot(&s.b, 0, GRH_LEN + 99);
 	send_to(&s, &s.a, &s.b, 1, 100, QKEY_A, 12, NULL);
 	rc_expect_wc(s.b.cq, 0, IBV_WC_LOC_LEN_ERR, &wc);
 	rc_wait_state(s.b.qp, IBV_QPS_ERR);
