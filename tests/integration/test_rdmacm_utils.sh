@@ -1,7 +1,7 @@
 # Debian's unmodified rdma_cm programs between two processes on loopback, through the drop-in
 # librdmacm: rping (IPv4 and IPv6), ucmatose, rdma_server/rdma_client,
-# rdma_xserver/rdma_xclient, udaddy (UD), rstream and riostream (rsockets), cmtime, and
-# perftest's rdma_cm mode (-R). Everything on the io_uring engine, the quick ones on epoll too.
+# rdma_xserver/rdma_xclient (RC and XRC), udaddy (UD), rstream and riostream (rsockets),
+# cmtime, and perftest's rdma_cm mode (-R). Everything on the io_uring engine, the quick ones on epoll too.
 . "$(dirname "$0")/lib.sh"
 
 . "$(dirname "$0")/pairs.sh"
@@ -14,6 +14,7 @@ for engine in uring epoll; do
 	case_ucmatose 127.0.0.1
 	case_rdma_server rdma_server rdma_client 127.0.0.1
 	case_rdma_server rdma_xserver rdma_xclient 127.0.0.1
+	case_rdma_server rdma_xserver rdma_xclient 127.0.0.1 -c x
 	case_udaddy 127.0.0.1
 	case_cmtime 127.0.0.1
 	case_rsocket rstream 127.0.0.1 lat
