@@ -28,7 +28,7 @@ static void hello(void)
 	struct wire_hello h = {
 		.magic = htonl(WIRE_MAGIC), .version = htons(WIRE_VERSION),
 		.length = htons(sizeof(h)), .kind = HELLO_STREAM, .src_qpn = htonl(FUZZ_PEER_QPN),
-		.dst_qpn = htonl(QPN_HOLDER),
+		.dst_qpn = htonl(dst_qpn),
 		.src_gid = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 },
 	};
 
