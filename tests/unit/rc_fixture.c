@@ -619,3 +619,23 @@ struct ibv_sge rc_sge(void *p, uint32_t len, const struct ibv_mr *mr)
 
 	return sge;
 }
+
+bool rc_read_within(int fd, void *buf, size_t n)
+{
+	uint64_t deadline = rc_now_ms() + RC_WAIT_MS;
+	size_t got = 0;
+
+	while (got < n) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = rc_now_ms();
+		ssize_t r;
+
+		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) != 1)
+			return false;
+		r = read(fd, (char *)buf + got, n - got);
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}

@@ -508,27 +508,6 @@ struct peer_info {
 	uint32_t rkey;
 };
 
-/* Reads exactly n bytes within RC_WAIT_MS; false on timeout, EOF or error. */
-static bool read_within(int fd, void *buf, size_t n)
-{
-	uint64_t deadline = rc_now_ms() + RC_WAIT_MS;
-	size_t got = 0;
-
-	while (got < n) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		uint64_t now = rc_now_ms();
-		ssize_t r;
-
-		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) != 1)
-			return false;
-		r = read(fd, (char *)buf + got, n - got);
-		if (r <= 0)
-			return false;
-		got += (size_t)r;
-	}
-	return true;
-}
-
 /*
  * The child: its own device, one QP connected to the parent's, one MR the parent may
  * write. It never returns; cmocka is not used here (a failed assert would run the rest of
@@ -574,7 +553,7 @@ static void child_main(int to_parent, int from_parent)
 	me.addr = (uintptr_t)buf;
 	me.rkey = mr->rkey;
 	if (write(to_parent, &me, sizeof(me)) != sizeof(me) ||
-	    !read_within(from_parent, &parent, sizeof(parent)))
+	    !rc_read_within(from_parent, &parent, sizeof(parent)))
 		_exit(4);
 	/* One receive, for a SEND, in the second half of buf. */
 	recv_sge = (struct ibv_sge){ .addr = (uintptr_t)&buf[256], .length = 2048,
@@ -639,13 +618,13 @@ static struct rc_env *connect_child(void **state, uint8_t timeout, uint8_t retry
 	o.retry_cnt = retry_cnt;
 	rc_create_end(env, &o, &env->a);
 
-	if (!read_within(c2p[0], child, sizeof(*child)))
+	if (!rc_read_within(c2p[0], child, sizeof(*child)))
 		fail_msg("the child sent no QPN");
 	me.qpn = env->a.qp->qp_num;
 	me.gid = env->gid;
 	assert_int_equal(write(p2c[1], &me, sizeof(me)), sizeof(me));
 	rc_connect(env->a.qp, &o, child->qpn, &child->gid);
-	if (!read_within(c2p[0], &ready, 1) || !ready)
+	if (!rc_read_within(c2p[0], &ready, 1) || !ready)
 		fail_msg("the child did not connect");
 	close(c2p[0]);
 	*to_child = p2c[1];

@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,25 +76,36 @@ static struct ibv_qp *make_ini(struct ibv_context *ctx, struct ibv_pd *pd, struc
 	return ibv_create_qp_ex(ctx, &attr);
 }
 
-/* The kernel's masks for XRC (ibv_xsrq_pingpong's steps). 0 or the failing modify's errno. */
-static int connect_tgt(struct ibv_qp *qp, uint32_t ini_qpn, const union ibv_gid *gid, int access)
+/* RESET -> INIT, the same for both halves. */
+static int xrc_to_init(struct ibv_qp *qp, int access)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = (unsigned int)access };
-	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					IBV_QP_ACCESS_FLAGS);
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS);
+}
+
+/* What INIT -> RTR sets for either half: the peer, at gid over loopback. */
+static struct ibv_qp_attr xrc_rtr_attr(uint32_t dest_qpn, uint32_t rq_psn,
+				       const union ibv_gid *gid)
+{
+	return (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest_qpn,
+		.rq_psn = rq_psn, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *gid, .hop_limit = 1 } },
+	};
+}
+
+/* The kernel's masks for XRC (ibv_xsrq_pingpong's steps). 0 or the failing modify's errno. */
+static int connect_tgt(struct ibv_qp *qp, uint32_t ini_qpn, const union ibv_gid *gid, int access)
+{
+	struct ibv_qp_attr a = xrc_rtr_attr(ini_qpn, 0x1234, gid);
+	int ret = xrc_to_init(qp, access);
 
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = ini_qpn;
-	a.rq_psn = 0x1234;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr = (struct ibv_ah_attr){ .is_global = 1, .port_num = 1,
-					  .grh = { .dgid = *gid, .hop_limit = 1 } };
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
@@ -103,19 +113,11 @@ static int connect_tgt(struct ibv_qp *qp, uint32_t ini_qpn, const union ibv_gid 
 
 static int connect_ini(struct ibv_qp *qp, uint32_t tgt_qpn, const union ibv_gid *gid)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					IBV_QP_ACCESS_FLAGS);
+	struct ibv_qp_attr a = xrc_rtr_attr(tgt_qpn, 0, gid);
+	int ret = xrc_to_init(qp, 0);
 
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = tgt_qpn;
-	a.rq_psn = 0;
-	a.ah_attr = (struct ibv_ah_attr){ .is_global = 1, .port_num = 1,
-					  .grh = { .dgid = *gid, .hop_limit = 1 } };
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
 	if (ret)
@@ -325,15 +327,9 @@ static void test_xrc_qp_parts(void **state)
 	assert_int_equal(ibv_post_send(tgt, &swr, &sbad), EINVAL);
 	/* The kernel's table: an initiator's RTR takes no responder resources. */
 	{
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+		struct ibv_qp_attr a = xrc_rtr_attr(tgt->qp_num, 0, &env->gid);
 
-		assert_int_equal(ibv_modify_qp(ini, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-						       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-		a.qp_state = IBV_QPS_RTR;
-		a.path_mtu = IBV_MTU_1024;
-		a.dest_qp_num = tgt->qp_num;
-		a.ah_attr = (struct ibv_ah_attr){ .is_global = 1, .port_num = 1,
-						  .grh = { .dgid = env->gid, .hop_limit = 1 } };
+		assert_int_equal(xrc_to_init(ini, 0), 0);
 		assert_int_equal(ibv_modify_qp(ini, &a, IBV_QP_STATE | IBV_QP_AV |
 						       IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 						       IBV_QP_RQ_PSN | IBV_QP_MIN_RNR_TIMER),
@@ -592,27 +588,6 @@ struct xrc_ids {
 	uint32_t qpn, srqn;
 };
 
-/* Reads exactly n bytes within RC_WAIT_MS; false on timeout, error or end. */
-static bool read_within(int fd, void *buf, size_t n)
-{
-	uint64_t deadline = rc_now_ms() + RC_WAIT_MS;
-	size_t got = 0;
-
-	while (got < n) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = (int64_t)(deadline - rc_now_ms());
-		ssize_t r;
-
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return false;
-		r = read(fd, (char *)buf + got, n - got);
-		if (r <= 0)
-			return false;
-		got += (size_t)r;
-	}
-	return true;
-}
-
 /* The child: no cmocka here; its exit status says what failed. */
 static int target_child(int to_parent, int from_parent)
 {
@@ -645,7 +620,7 @@ static int target_child(int to_parent, int from_parent)
 		return 11;
 	ids.qpn = tgt->qp_num;
 	if (write(to_parent, &ids, sizeof(ids)) != sizeof(ids) ||
-	    !read_within(from_parent, &ini_qpn, sizeof(ini_qpn)))
+	    !rc_read_within(from_parent, &ini_qpn, sizeof(ini_qpn)))
 		return 12;
 	if (connect_tgt(tgt, ini_qpn, &gid, 0))
 		return 13;
@@ -663,7 +638,7 @@ static int target_child(int to_parent, int from_parent)
 		if ((uint8_t)buf[i] != rc_pattern_byte(i, 5))
 			return 17;
 	/* Stay until the parent has its completion, then leave everything to close. */
-	if (!read_within(from_parent, &ini_qpn, 1))
+	if (!rc_read_within(from_parent, &ini_qpn, 1))
 		return 18;
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
@@ -703,9 +678,9 @@ static void test_send_between_two_processes(void **state)
 	src = rc_alloc(&env, MSG);
 	rc_fill(src->p, MSG, 5);
 	mr = rc_reg(&env, env.pd, src->p, MSG, IBV_ACCESS_LOCAL_WRITE);
-	assert_true(read_within(up[0], &ids, sizeof(ids)));
+	assert_true(rc_read_within(up[0], &ids, sizeof(ids)));
 	assert_int_equal(write(down[1], &ini->qp_num, sizeof(ini->qp_num)), sizeof(ini->qp_num));
-	assert_true(read_within(up[0], &ready, 1));
+	assert_true(rc_read_within(up[0], &ready, 1));
 	assert_int_equal(connect_ini(ini, ids.qpn, &env.gid), 0);
 	out = rc_sge(src->p, MSG, mr);
 	assert_int_equal(post_xrc(ini, 1, IBV_WR_SEND, &out, ids.srqn, 0, 0), 0);
