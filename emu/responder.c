@@ -246,8 +246,12 @@ static void uc_begin(struct emu_qp *qp, const struct wire_packet *pkt, struct rx
  */
 static bool xrc_begin(struct emu_qp *qp, const struct wire_packet *pkt)
 {
-	if (qp->resp.have_cur_recv)
-		return true;	/* the receive being placed keeps its SRQ */
+	/*
+	 * A receive still held here was cut off with its stream (begin and end pair up on a
+	 * live one): RC takes a new one over it and so does this, from the SRQ the new
+	 * request names, never from the old request's.
+	 */
+	qp->resp.have_cur_recv = false;
 	if (qp->resp.xrc_srq)
 		srq_put(qp->resp.xrc_srq);
 	qp->resp.xrc_srq = xrc_srq_find(qp->engine, pkt->srqn, qp->xrcd);
