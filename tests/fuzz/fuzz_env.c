@@ -187,22 +187,28 @@ static void post_receives(struct fuzz_env *env, struct emu_qp *qp)
 	}
 }
 
-void fuzz_ready_rc(struct fuzz_env *env)
+/* A connected QP (RC, or the XRC target) back to RESET and up to RTR, its peer's. */
+static void ready_responder(struct fuzz_env *env, struct emu_qp *qp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
 
-	modify(env->rc, &a, IBV_QP_STATE);
+	modify(qp, &a, IBV_QP_STATE);
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
 				  .qp_access_flags = layout[1].access };
-	modify(env->rc, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	a = (struct ibv_qp_attr){
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = FUZZ_PEER_QPN,
 		.rq_psn = 0, .max_dest_rd_atomic = 16, .min_rnr_timer = 1,
 		.ah_attr = { .is_global = 1, .port_num = 1 },
 	};
 	memcpy(a.ah_attr.grh.dgid.raw, &env->peer.sin6_addr, 16);
-	modify(env->rc, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+}
+
+void fuzz_ready_rc(struct fuzz_env *env)
+{
+	ready_responder(env, env->rc);
 	post_receives(env, env->rc);
 }
 
@@ -242,21 +248,7 @@ static void post_srq_receives(struct fuzz_env *env)
 
 void fuzz_ready_xrc(struct fuzz_env *env)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
-
-	modify(env->xrc_tgt, &a, IBV_QP_STATE);
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
-				  .qp_access_flags = layout[1].access };
-	modify(env->xrc_tgt, &a,
-	       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	a = (struct ibv_qp_attr){
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = FUZZ_PEER_QPN,
-		.rq_psn = 0, .max_dest_rd_atomic = 16, .min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1 },
-	};
-	memcpy(a.ah_attr.grh.dgid.raw, &env->peer.sin6_addr, 16);
-	modify(env->xrc_tgt, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	ready_responder(env, env->xrc_tgt);
 	post_srq_receives(env);
 }
 
