@@ -4,9 +4,10 @@
  * target QP (IBV_QPT_XRC_RECV) finds the SRQ of each request here, and only an SRQ of its
  * own XRC domain (docs/semantics.md, "XRC").
  *
- * A number is slot | generation << XRC_SRQN_SLOT_BITS: a destroyed SRQ's slot is reused,
- * but its number is not until the generation wraps, so a message for it that is still on
- * the way finds nothing instead of the next SRQ. The table is under engine->lock; numbers
+ * A number is slot | generation << XRC_SRQN_SLOT_BITS. Slots are given round-robin, and
+ * each round has the next generation (1 to 1023): a destroyed SRQ's slot is reused, but
+ * its number only after 1023 rounds, so a message for it that is still on the way finds
+ * nothing instead of the next SRQ. The table is under engine->lock; numbers
  * are given and taken back on the engine thread, where every lookup runs, so a target QP
  * that found an SRQ in a request's header never sees it die before it has taken its WQE.
  */
@@ -28,6 +29,17 @@ struct xrc_number_call {
 	int ret;
 };
 
+/* The next slot; every time the rotor comes round, numbers get the next generation. */
+static void advance_slot(struct emu_engine *e)
+{
+	e->srq_next_slot = (e->srq_next_slot + 1) % EMU_MAX_SRQ;
+	if (!e->srq_next_slot)
+		e->srq_gen = (e->srq_gen + 1) & XRC_SRQN_GEN_MASK;
+	/* Generation 0 is skipped: no SRQ is number 0, what a WR left zeroed names. */
+	if (!e->srq_gen)
+		e->srq_gen = 1;
+}
+
 static void number_on_engine(void *arg)
 {
 	struct xrc_number_call *call = arg;
@@ -40,16 +52,15 @@ static void number_on_engine(void *arg)
 		call->ret = ENOMEM;
 		return;
 	}
+	if (!e->srq_gen)
+		e->srq_gen = 1;
 	/* The SRQ count (emu_srq_create) keeps a free slot for every SRQ being made. */
 	for (slot = 0; slot < EMU_MAX_SRQ && e->srq_slots[e->srq_next_slot]; slot++)
-		e->srq_next_slot = (e->srq_next_slot + 1) % EMU_MAX_SRQ;
+		advance_slot(e);
 	slot = e->srq_next_slot;
 	e->srq_slots[slot] = call->srq;
-	e->srq_next_slot = (slot + 1) % EMU_MAX_SRQ;
-	/* Generation 0 is skipped: no SRQ is number 0, what a WR left zeroed names. */
-	if (!e->srq_next_slot || !e->srq_gen)
-		e->srq_gen = (e->srq_gen + 1) & XRC_SRQN_GEN_MASK ? : 1;
 	srq_set_srqn(call->srq, slot | e->srq_gen << XRC_SRQN_SLOT_BITS);
+	advance_slot(e);
 	pthread_mutex_unlock(&e->lock);
 	call->ret = 0;
 }

@@ -289,6 +289,29 @@ static void test_xrc_srq_rules(void **state)
 	assert_int_equal(ibv_destroy_cq(cq), 0);
 }
 
+/* A destroyed SRQ's number is not the next SRQ's: a late request for it finds nothing. */
+static void test_srq_numbers_not_reused_at_once(void **state)
+{
+	struct rc_env *env = *state;
+	struct ibv_cq *cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
+	struct ibv_xrcd *xrcd = open_xrcd(env, -1, 0);
+	uint32_t seen[200];
+
+	assert_non_null(cq);
+	assert_non_null(xrcd);
+	for (int i = 0; i < 200; i++) {
+		struct ibv_srq *srq = make_xrc_srq(env->ctx, env->pd, xrcd, cq);
+
+		assert_non_null(srq);
+		assert_int_equal(ibv_get_srq_num(srq, &seen[i]), 0);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(seen[i], seen[j]);
+		assert_int_equal(ibv_destroy_srq(srq), 0);
+	}
+	assert_int_equal(ibv_close_xrcd(xrcd), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
 static void test_xrc_qp_parts(void **state)
 {
 	struct rc_env *env = *state;
@@ -704,6 +727,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_xrcd_busy_while_used, rc_setup,
 						rc_teardown),
 		cmocka_unit_test_setup_teardown(test_xrc_srq_rules, rc_setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(test_srq_numbers_not_reused_at_once, rc_setup,
+						rc_teardown),
 		cmocka_unit_test_setup_teardown(test_xrc_qp_parts, rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_open_qp_shares_a_target, rc_setup,
 						rc_teardown),
