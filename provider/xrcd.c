@@ -31,7 +31,7 @@ struct sr_xrc_tgt {
 	struct emu_qp *qp;
 	uint32_t qpn;
 	struct sr_xrc_domain *domain;
-	struct sr_qp *handles;		/* the first gets the events */
+	struct sr_qp *handles;		/* oldest first; the first gets the events */
 	struct sr_xrc_tgt *next;
 };
 
@@ -196,10 +196,15 @@ int sr_xrc_tgt_share(struct sr_xrcd *xrcd, uint32_t qp_num, struct sr_qp *qp)
 	for (tgt = xrcd->domain->tgts; tgt && tgt->qpn != qp_num; tgt = tgt->next)
 		;
 	if (tgt) {
+		struct sr_qp **last = &tgt->handles;
+
+		/* Oldest first: the events go to the oldest handle still open. */
+		while (*last)
+			last = &(*last)->next_share;
 		qp->qp = tgt->qp;
 		qp->tgt = tgt;
-		qp->next_share = tgt->handles->next_share;
-		tgt->handles->next_share = qp;
+		qp->next_share = NULL;
+		*last = qp;
 	}
 	pthread_mutex_unlock(&xrc_lock);
 	return tgt ? 0 : EINVAL;

@@ -525,13 +525,24 @@ static void test_send_lands_in_the_named_srq(void **state)
 	scene_fini(&s);
 }
 
-/* An SRQ number that names nothing, or an SRQ of another domain: NAK invalid request. */
-static void refused_srqn(void **state, bool foreign)
+/*
+ * An SRQ number that names nothing, or an SRQ of another domain: NAK invalid request.
+ * handed_over: the target's creating handle was destroyed after another was opened, and
+ * the event must name the one left.
+ */
+static void refused_srqn(void **state, bool foreign, bool handed_over)
 {
 	struct xrc_scene s;
 	struct ibv_sge r, out;
 
 	scene_init(&s, state, 0);
+	if (handed_over) {
+		struct ibv_qp *other = open_qp(s.env, s.xrcd, s.tgt->qp_num, IBV_QPT_XRC_RECV);
+
+		assert_non_null(other);
+		assert_int_equal(ibv_destroy_qp(s.tgt), 0);
+		s.tgt = other;
+	}
 	r = rc_sge(s.dst->p, MSG, s.dst_mr);
 	post_srq_recv(s.foreign, 33, &r);
 	out = rc_sge(s.src->p, MSG, s.src_mr);
@@ -546,12 +557,17 @@ static void refused_srqn(void **state, bool foreign)
 
 static void test_unknown_srqn_refused(void **state)
 {
-	refused_srqn(state, false);
+	refused_srqn(state, false, false);
 }
 
 static void test_srq_of_another_domain_refused(void **state)
 {
-	refused_srqn(state, true);
+	refused_srqn(state, true, false);
+}
+
+static void test_events_go_to_the_handle_left(void **state)
+{
+	refused_srqn(state, false, true);
 }
 
 /* The named SRQ's PD is the one the target checks keys against, with the target's rights. */
@@ -736,6 +752,8 @@ int main(void)
 						rc_teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_srqn_refused, rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_srq_of_another_domain_refused, rc_setup,
+						rc_teardown),
+		cmocka_unit_test_setup_teardown(test_events_go_to_the_handle_left, rc_setup,
 						rc_teardown),
 		cmocka_unit_test_setup_teardown(test_write_and_read_through_xrc, rc_setup,
 						rc_teardown),
