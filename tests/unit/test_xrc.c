@@ -525,6 +525,45 @@ static void test_send_lands_in_the_named_srq(void **state)
 	scene_fini(&s);
 }
 
+/* Two initiators to two targets of one domain: both deliver into the one SRQ they name. */
+static void test_two_targets_share_one_srq(void **state)
+{
+	struct xrc_scene s;
+	struct ibv_qp *ini2, *tgt2;
+	struct ibv_sge r1, r2, out;
+	struct ibv_wc wc[2];
+
+	scene_init(&s, state, 0);
+	ini2 = make_ini(s.env->ctx, s.env->pd, s.ini_cq);
+	tgt2 = make_tgt(s.env->ctx, s.xrcd);
+	assert_non_null(ini2);
+	assert_non_null(tgt2);
+	assert_int_equal(connect_tgt(tgt2, ini2->qp_num, &s.env->gid, 0), 0);
+	assert_int_equal(connect_ini(ini2, tgt2->qp_num, &s.env->gid), 0);
+	r1 = rc_sge(s.dst->p, MSG, s.dst_mr);
+	r2 = rc_sge(s.dst->p + MSG, MSG, s.dst_mr);
+	post_srq_recv(s.srq1, 11, &r1);
+	post_srq_recv(s.srq1, 12, &r2);
+	rc_fill(s.src->p, MSG, 3);
+	out = rc_sge(s.src->p, MSG, s.src_mr);
+	assert_int_equal(post_xrc(s.ini, 1, IBV_WR_SEND, &out, s.n1, 0, 0), 0);
+	rc_expect_wc(s.ini_cq, 1, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(s.cq1, 11, IBV_WC_SUCCESS, &wc[0]);
+	assert_int_equal(post_xrc(ini2, 2, IBV_WR_SEND, &out, s.n1, 0, 0), 0);
+	rc_expect_wc(s.ini_cq, 2, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(s.cq1, 12, IBV_WC_SUCCESS, &wc[1]);
+	/* Each completion names the target it came through, and its initiator. */
+	assert_int_equal(wc[0].qp_num, s.tgt->qp_num);
+	assert_int_equal(wc[0].src_qp, s.ini->qp_num);
+	assert_int_equal(wc[1].qp_num, tgt2->qp_num);
+	assert_int_equal(wc[1].src_qp, ini2->qp_num);
+	rc_expect_pattern(s.dst->p, MSG, 3, "first receive");
+	rc_expect_pattern(s.dst->p + MSG, MSG, 3, "second receive");
+	assert_int_equal(ibv_destroy_qp(ini2), 0);
+	assert_int_equal(ibv_destroy_qp(tgt2), 0);
+	scene_fini(&s);
+}
+
 /*
  * An SRQ number that names nothing, or an SRQ of another domain: NAK invalid request.
  * handed_over: the target's creating handle was destroyed after another was opened, and
@@ -749,6 +788,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_qp_shares_a_target, rc_setup,
 						rc_teardown),
 		cmocka_unit_test_setup_teardown(test_send_lands_in_the_named_srq, rc_setup,
+						rc_teardown),
+		cmocka_unit_test_setup_teardown(test_two_targets_share_one_srq, rc_setup,
 						rc_teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_srqn_refused, rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_srq_of_another_domain_refused, rc_setup,
