@@ -123,7 +123,9 @@ static int make_qp(struct sr_context *ctx, struct sr_qp *qp, struct ibv_qp_init_
 	return 0;
 }
 
-static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+/* A new QP, or (open_qpn not NULL) a new handle on the XRC target QP of that number. */
+static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+			       const uint32_t *open_qpn)
 {
 	struct sr_context *ctx = to_sr_context(context);
 	struct sr_qp *qp;
@@ -138,7 +140,8 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 		return NULL;
 	ret = reserve_qp(ctx, qp, attr);
 	if (!ret) {
-		ret = make_qp(ctx, qp, attr);
+		ret = open_qpn ? sr_xrc_tgt_share(to_sr_xrcd(attr->xrcd), *open_qpn, qp) :
+				 make_qp(ctx, qp, attr);
 		if (ret)
 			sr_obj_unmake(ctx, &qp->obj);
 	}
@@ -148,6 +151,8 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 		return NULL;
 	}
 	init_ibv_qp(qp, context, attr->qp_type == IBV_QPT_XRC_RECV ? NULL : attr->pd, attr);
+	if (open_qpn)
+		qp->vqp.qp.state = emu_qp_state(qp->qp);
 	sr_obj_publish(ctx, &qp->obj);
 	return &qp->vqp.qp;
 }
@@ -165,7 +170,7 @@ struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
 		.pd = pd,
 	};
-	struct ibv_qp *qp = create_qp(pd->context, &ex);
+	struct ibv_qp *qp = create_qp(pd->context, &ex, NULL);
 
 	if (qp)
 		attr->cap = ex.cap;
@@ -174,7 +179,7 @@ struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-	return create_qp(context, attr);
+	return create_qp(context, attr, NULL);
 }
 
 /*
@@ -185,11 +190,10 @@ struct ibv_qp *sr_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *
 {
 	const uint32_t needed = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
 				IBV_QP_OPEN_ATTR_TYPE;
-	struct sr_context *ctx = to_sr_context(context);
-	struct ibv_qp_init_attr_ex init = { 0 };
-	struct sr_obj_ref parent;
-	struct sr_qp *qp;
-	int ret;
+	struct ibv_qp_init_attr_ex init = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+	};
 
 	if (attr->comp_mask >= IBV_QP_OPEN_ATTR_RESERVED) {
 		errno = EOPNOTSUPP;
@@ -200,28 +204,9 @@ struct ibv_qp *sr_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *
 		errno = EINVAL;
 		return NULL;
 	}
-	qp = calloc(1, sizeof(*qp));
-	if (!qp)
-		return NULL;
-	parent = SR_XRCD_REF(attr->xrcd);
-	ret = sr_obj_create(ctx, &qp->obj, SR_OBJ_QP, &parent, 1);
-	if (!ret) {
-		ret = sr_xrc_tgt_share(to_sr_xrcd(attr->xrcd), attr->qp_num, qp);
-		if (ret)
-			sr_obj_unmake(ctx, &qp->obj);
-	}
-	if (ret) {
-		free(qp);
-		errno = ret;
-		return NULL;
-	}
-	init.qp_type = IBV_QPT_XRC_RECV;
 	init.xrcd = attr->xrcd;
 	init.qp_context = (attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? attr->qp_context : NULL;
-	init_ibv_qp(qp, context, NULL, &init);
-	qp->vqp.qp.state = emu_qp_state(qp->qp);
-	sr_obj_publish(ctx, &qp->obj);
-	return &qp->vqp.qp;
+	return create_qp(context, &init, &attr->qp_num);
 }
 
 /*
