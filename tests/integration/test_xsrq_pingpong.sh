@@ -1,9 +1,14 @@
 # Debian's unmodified ibv_xsrq_pingpong (XRC: a target QP per client delivering into one XRC
 # SRQ, an initiator QP per client sending with the SRQ's number) between two processes on
-# loopback, on both engines, polling and with -e (CQ events), 4096 (default) and 1 bytes.
+# loopback, on both engines, polling and with -e (CQ events), 4096 (default) and 1 bytes;
+# softrdma0's port counters (one device tree for the whole test) show the bytes crossed it.
 . "$(dirname "$0")/lib.sh"
 
 . "$(dirname "$0")/pairs.sh"
+. "$(dirname "$0")/env_counters.sh"
+export SOFTRDMA_VERBOSE=1	# each side says which engine it started (env_counters unsets it)
+in_env=1
+iters=50
 
 # The program opens /tmp/xrc_domain (O_CREAT) for its XRC domain: removed after the test
 # only if the test made it, and if another user's is there the program falls back to a
@@ -20,8 +25,11 @@ for engine in uring epoll; do
 			[ "$size" = 4096 ] && sz=()	# the default
 			label="$engine $mode size $size"
 			next_port || continue
-			args=(ibv_xsrq_pingpong -g 0 -p "$port" -n 50 "${sz[@]}" "${ev[@]}")
+			args=(ibv_xsrq_pingpong -g 0 -p "$port" -n $iters "${sz[@]}" "${ev[@]}")
+			before=$(bytes_sent)
 			run_pair "$label" "${args[@]}" -- "${args[@]}" localhost || continue
+			# Each side sends its iters messages of size bytes through its initiator.
+			crossed_device "$label" "$before" $((2 * iters * size))
 			for side in server client; do
 				out=$(side_out $side)
 				expect_contains "$label: $side: success" "$out" '^success$'
