@@ -120,6 +120,10 @@ enum verbs_qp_mask {
 	VERBS_QP_EX = 1 << 1,
 };
 
+enum verbs_xrcd_mask {
+	VERBS_XRCD_HANDLE = 1 << 0,
+};
+
 /* driver.h's: an XRC domain as libibverbs hands it to a provider. */
 struct verbs_xrcd {
 	struct ibv_xrcd xrcd;

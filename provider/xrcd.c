@@ -141,7 +141,7 @@ struct ibv_xrcd *sr_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_
 		return NULL;
 	}
 	xrcd->vxrcd.xrcd.context = context;
-	xrcd->vxrcd.comp_mask = 1;	/* driver.h's VERBS_XRCD_HANDLE */
+	xrcd->vxrcd.comp_mask = VERBS_XRCD_HANDLE;
 	xrcd->vxrcd.handle = xrcd->obj.handle;
 	sr_obj_publish(ctx, &xrcd->obj);
 	return &xrcd->vxrcd.xrcd;

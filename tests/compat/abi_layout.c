@@ -82,6 +82,7 @@ static void object_layout(void)
 	MEMBER(verbs_xrcd, xrcd);
 	MEMBER(verbs_xrcd, comp_mask);
 	MEMBER(verbs_xrcd, handle);
+	VALUE(VERBS_XRCD_HANDLE);
 }
 
 int main(void)
