@@ -142,7 +142,7 @@ void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 	sink->kind = SINK_DISCARD;
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)
 		return;
-	if (pkt->opcode != OP_RC_READ_RESPONSE_ONLY)
+	if (wire_operation(pkt->opcode) != OP_RC_READ_RESPONSE_ONLY)
 		return;
 	wqe = oldest_waiting(qp);
 	if (!wqe || wqe->wr.opcode != IBV_WR_RDMA_READ || wqe->psn != pkt->psn ||
@@ -195,9 +195,10 @@ void completer_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	/* An answer to a resent request comes twice, and one past a lost answer is out of
 	 * sequence: both are dropped, and the ACK timer resends what is still unanswered. */
 	wqe = oldest_waiting(qp);
-	if (pkt->opcode != OP_RC_ACK && wqe && pkt->psn != wqe->psn)
+	if (wire_operation(pkt->opcode) != OP_RC_ACK && wqe && pkt->psn != wqe->psn)
 		return;
-	switch (pkt->opcode) {
+	/* XRC's responses are RC's operations on another transport (belongs_here() checked it). */
+	switch (wire_operation(pkt->opcode)) {
 	case OP_RC_ACK:
 		handle_aeth(qp, pkt);
 		requester_progress(qp);

@@ -390,6 +390,7 @@ void emu_engine_put(struct emu_engine *e)
 	close(e->wake_fd);
 	e->io->ops->destroy(e->io);
 	mem_table_destroy(e->mem);
+	xrc_free(e);
 	free(e->listeners);
 	free(e->addrs);
 	free(e->ifindexes);

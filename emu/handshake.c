@@ -159,7 +159,7 @@ static void accepted_hello(struct handshake *h)
 		return;
 	}
 	qp = hello->kind == HELLO_STREAM ? engine_find_qp(h->engine, ntohl(hello->dst_qpn)) : NULL;
-	if (!qp || !qp_is_connected(qp)) {
+	if (!qp || !qp_takes_requests(qp)) {
 		/* As hardware: nobody answers for a QP that is not there. */
 		hs_free(h, false);
 		return;
@@ -477,7 +477,7 @@ struct conn *handshake_fuzz_stream(struct emu_engine *e, int fd, const struct so
 	}
 	qp = engine_find_qp(e, ntohl(h->in.hello.dst_qpn));
 	if (!header_ok(&h->in, sizeof(h->in.hello)) || h->in.hello.kind != HELLO_STREAM ||
-	    !qp || !qp_is_connected(qp)) {
+	    !qp || !qp_takes_requests(qp)) {
 		hs_free(h, false);
 		return NULL;
 	}

@@ -137,6 +137,10 @@ struct qp_resp_info {
 		uint64_t orig;
 	} atomic_done[EMU_MAX_QP_RD_ATOM];
 	uint32_t atomics_done;		/* since RESET; the next goes to % EMU_MAX_QP_RD_ATOM */
+	/* XRC target: the SRQ the current request's XRCETH named (a reference, emu/xrc.c),
+	 * whose PD its remote accesses are checked against (IBA: a target QP has no PD). */
+	struct emu_srq *xrc_srq;
+	uint32_t xrc_pd_handle;
 };
 
 /* A connected QP's streams (emu/qp_stream.c is their one owner). */
@@ -151,9 +155,10 @@ struct qp_streams {
 
 /*
  * A queue pair. qp->lock guards everything below but the constants (engine, qpn, type,
- * handle, async_fd, events_raised, pd_handle, the CQs, srq, cap, udp_fd, faults), which are
- * set at creation and never change; it is held by posting threads, pollers that flush, and
- * the engine thread for every frame it reads for this QP.
+ * pd_handle, xrcd, the CQs, srq, cap, udp_fd, faults), which are set at creation and never
+ * change; it is held by posting threads, pollers that flush, and the engine thread for every
+ * frame it reads for this QP. handle, async_fd and events_raised are constants too, but an
+ * XRC target's may move under qp->lock to another of its handles (emu_qp_set_owner()).
  */
 struct emu_qp {
 	struct emu_engine *engine;
@@ -163,8 +168,9 @@ struct emu_qp {
 	uint64_t handle;	/* the ibv_qp pointer, as async events carry it */
 	int async_fd;
 	_Atomic uint32_t *events_raised;	/* the provider's count of them, or NULL */
-	uint32_t pd_handle;
-	struct emu_cq *send_cq, *recv_cq;
+	uint32_t pd_handle;	/* an XRC target has none: 0 */
+	uint32_t xrcd;		/* an XRC target's domain; 0: not one */
+	struct emu_cq *send_cq, *recv_cq;	/* XRC: the initiator's send CQ only */
 	struct emu_srq *srq;	/* its receives come from this SRQ; NULL: from rq */
 	struct ibv_qp_cap cap;
 	struct emu_listener *listener;	/* whose port its QPN holds (UD: its sockets) */
@@ -236,6 +242,9 @@ struct emu_engine {
 	struct mcast_table *mcast;	/* multicast groups: the engine thread's own (emu/mcast.c) */
 	struct mem_table *mem;
 	atomic_int srqs;		/* SRQs in existence, at most EMU_MAX_SRQ */
+	/* emu/xrc.c: every SRQ by the slot of its number (lock); NULL until the first */
+	struct emu_srq **srq_slots;
+	uint32_t srq_next_slot, srq_gen;
 	struct conn *closed;		/* waiting to be freed after the current wait() */
 	struct conn *kicked;		/* staged frames to process before waiting again */
 	struct handshake *handshakes;	/* emu/handshake.c, with their deadlines */
@@ -399,6 +408,8 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		   struct rx_sink *sink);
 /* Sends the ACK the requests read so far are owed (one for all of them); qp->lock held. */
 void responder_flush_ack(struct emu_qp *qp, struct conn *c);
+/* An XRC target: drops its reference to the last request's SRQ, unless a receive needs it. */
+void responder_release_srq(struct emu_qp *qp);	/* qp->lock held */
 
 /* completer.c: the same for responses, on the requester's stream */
 void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
@@ -464,6 +475,24 @@ void srq_attach(struct emu_srq *srq);
 void srq_detach(struct emu_srq *srq);
 /* recv_queue_take() on the SRQ; raises the limit event when the take crosses it. */
 enum recv_take srq_take(struct emu_srq *srq, uint64_t need, struct recv_wqe *into);
+void srq_get(struct emu_srq *srq);
+void srq_put(struct emu_srq *srq);	/* the last reference frees it */
+uint32_t srq_xrcd(const struct emu_srq *srq);
+uint32_t srq_pd(const struct emu_srq *srq);
+void srq_set_srqn(struct emu_srq *srq, uint32_t srqn);
+void srq_kill(struct emu_srq *srq);	/* destroyed: takes and completions stop */
+/*
+ * An XRC receive's completion, to the SRQ's CQ unless the SRQ was destroyed meanwhile (then
+ * false: nothing to complete to). *overrun: the CQ was full.
+ */
+bool srq_complete(struct emu_srq *srq, const struct ibv_wc *wc, bool solicited, bool *overrun);
+
+/* xrc.c: the SRQ numbers an XRCETH names */
+int xrc_srq_number(struct emu_engine *e, struct emu_srq *srq);	/* 0 or ENOMEM */
+void xrc_srq_unnumber(struct emu_engine *e, struct emu_srq *srq);	/* and srq_kill() */
+/* Engine thread: the live SRQ of domain xrcd numbered srqn, with a reference; or NULL. */
+struct emu_srq *xrc_srq_find(struct emu_engine *e, uint32_t srqn, uint32_t xrcd);
+void xrc_free(struct emu_engine *e);
 
 /* sink.c */
 /* Places n bytes from src; once the sink has refused (s->failure), the rest is discarded. */
@@ -481,15 +510,42 @@ uint64_t sge_total_length(const struct ibv_sge *sge, int num_sge);
 /* The transport bits of the opcodes a QP of this type sends and accepts. */
 static inline uint8_t qp_opcode_transport(enum ibv_qp_type type)
 {
-	if (type == IBV_QPT_UC)
+	switch (type) {
+	case IBV_QPT_UC:
 		return OP_TRANSPORT_UC;
-	return type == IBV_QPT_UD ? OP_TRANSPORT_UD : OP_TRANSPORT_RC;
+	case IBV_QPT_UD:
+		return OP_TRANSPORT_UD;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return OP_TRANSPORT_XRC;
+	default:
+		return OP_TRANSPORT_RC;
+	}
 }
 
-/* A connected QP: RC or UC, whose messages travel on the pair's streams. */
+/* A connected QP: RC, UC or either half of XRC, whose messages travel on the pair's streams. */
 static inline bool qp_is_connected(const struct emu_qp *qp)
 {
-	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC;
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC ||
+	       qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* A connected QP that sends requests on a stream it opens: all but XRC's target. */
+static inline bool qp_opens_stream(const struct emu_qp *qp)
+{
+	return qp_is_connected(qp) && qp->type != IBV_QPT_XRC_RECV;
+}
+
+/* A connected QP that takes requests from a stream its peer opened: all but XRC's initiator. */
+static inline bool qp_takes_requests(const struct emu_qp *qp)
+{
+	return qp_is_connected(qp) && qp->type != IBV_QPT_XRC_SEND;
+}
+
+/* Acknowledged (RC's rules): RC and XRC; UC is not. */
+static inline bool qp_is_reliable(const struct emu_qp *qp)
+{
+	return qp_is_connected(qp) && qp->type != IBV_QPT_UC;
 }
 
 #include "emu/fault.h"

@@ -39,6 +39,7 @@
 #define EMU_MAX_SRQ		16384
 #define EMU_MAX_SRQ_WR		16384
 #define EMU_MAX_SRQ_SGE		32
+#define EMU_MAX_XRCD		65536	/* XRC domain handles (ibv_open_xrcd), per process */
 #define EMU_MAX_QP_RD_ATOM	128	/* outstanding RDMA READ/atomic per QP, each direction */
 #define EMU_MAX_RES_RD_ATOM	(EMU_MAX_QP * EMU_MAX_QP_RD_ATOM)
 #define EMU_MAX_PKEYS		1
@@ -55,11 +56,12 @@
 /*
  * Advertised capability flags: only what the engine really does. RNR NAKs are part of the
  * RC data path; an SRQ can be resized with the WQEs posted to it kept; memory windows are
- * type 1 and type 2B (bound to a QP). UD multicast has no capability flag of its own: its
- * limits above say it is there.
+ * type 1 and type 2B (bound to a QP); XRC as mlx5 has it (docs/semantics.md, "XRC"). UD
+ * multicast has no capability flag of its own: its limits above say it is there.
  */
 #define EMU_DEVICE_CAP_FLAGS	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |	\
-				 IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B)
+				 IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |	\
+				 IBV_DEVICE_XRC)
 #define EMU_ATOMIC_CAP		IBV_ATOMIC_HCA	/* atomic among this device's operations */
 
 /*

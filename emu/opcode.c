@@ -17,6 +17,7 @@
 #define IMMDT	sizeof(struct wire_immdt)
 #define IETH	sizeof(struct wire_ieth)
 #define DETH	sizeof(struct wire_deth)
+#define XRCETH	sizeof(struct wire_xrceth)
 
 /* The SEND and WRITE opcodes RC and UC share: the same headers, in the same places. */
 #define SEND_ONLY(name)		{ name, OPF_REQUEST | OPF_PAYLOAD | OPF_RECV_WQE, BTH }
@@ -27,6 +28,10 @@
 #define WRITE_ONLY_IMM(name)	{ name, HDR_RETH | HDR_IMMDT | OPF_REQUEST | OPF_PAYLOAD |	\
 				  OPF_RECV_WQE, BTH + RETH + IMMDT, .off_reth = BTH,		\
 				  .off_immdt = BTH + RETH }
+
+/* XRC requests: the same headers after an XRCETH, which follows the BTH. */
+#define XRC_REQ		(HDR_XRCETH | OPF_REQUEST)
+#define XRC_AT		(BTH + XRCETH)
 
 const struct wire_opcode_info wire_opcodes[256] = {
 	[OP_RC_SEND_ONLY] = SEND_ONLY("RC_SEND_ONLY"),
@@ -77,6 +82,50 @@ const struct wire_opcode_info wire_opcodes[256] = {
 	},
 	[OP_RC_ATOMIC_ACK] = {
 		"RC_ATOMIC_ACKNOWLEDGE", HDR_AETH | HDR_ATMACK | OPF_RESPONSE, BTH + AETH + ATMACK,
+		.off_aeth = BTH, .off_atmack = BTH + AETH,
+	},
+	[OP_XRC_SEND_ONLY] = {
+		"XRC_SEND_ONLY", XRC_REQ | OPF_PAYLOAD | OPF_RECV_WQE, XRC_AT, .off_xrceth = BTH,
+	},
+	[OP_XRC_SEND_ONLY_IMM] = {
+		"XRC_SEND_ONLY_WITH_IMMEDIATE", XRC_REQ | HDR_IMMDT | OPF_PAYLOAD | OPF_RECV_WQE,
+		XRC_AT + IMMDT, .off_xrceth = BTH, .off_immdt = XRC_AT,
+	},
+	[OP_XRC_SEND_ONLY_INV] = {
+		"XRC_SEND_ONLY_WITH_INVALIDATE", XRC_REQ | HDR_IETH | OPF_PAYLOAD | OPF_RECV_WQE,
+		XRC_AT + IETH, .off_xrceth = BTH, .off_ieth = XRC_AT,
+	},
+	[OP_XRC_WRITE_ONLY] = {
+		"XRC_RDMA_WRITE_ONLY", XRC_REQ | HDR_RETH | OPF_PAYLOAD, XRC_AT + RETH,
+		.off_xrceth = BTH, .off_reth = XRC_AT,
+	},
+	[OP_XRC_WRITE_ONLY_IMM] = {
+		"XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+		XRC_REQ | HDR_RETH | HDR_IMMDT | OPF_PAYLOAD | OPF_RECV_WQE, XRC_AT + RETH + IMMDT,
+		.off_xrceth = BTH, .off_reth = XRC_AT, .off_immdt = XRC_AT + RETH,
+	},
+	[OP_XRC_READ_REQUEST] = {
+		"XRC_RDMA_READ_REQUEST", XRC_REQ | HDR_RETH | OPF_READ_ATOMIC, XRC_AT + RETH,
+		.off_xrceth = BTH, .off_reth = XRC_AT,
+	},
+	[OP_XRC_CMP_SWAP] = {
+		"XRC_COMPARE_SWAP", XRC_REQ | HDR_ATMETH | OPF_READ_ATOMIC, XRC_AT + ATMETH,
+		.off_xrceth = BTH, .off_atmeth = XRC_AT,
+	},
+	[OP_XRC_FETCH_ADD] = {
+		"XRC_FETCH_ADD", XRC_REQ | HDR_ATMETH | OPF_READ_ATOMIC, XRC_AT + ATMETH,
+		.off_xrceth = BTH, .off_atmeth = XRC_AT,
+	},
+	/* Responses are RC's: the requester knows which SRQ it asked for. */
+	[OP_XRC_READ_RESPONSE_ONLY] = {
+		"XRC_RDMA_READ_RESPONSE_ONLY", HDR_AETH | OPF_RESPONSE | OPF_PAYLOAD, BTH + AETH,
+		.off_aeth = BTH,
+	},
+	[OP_XRC_ACK] = {
+		"XRC_ACKNOWLEDGE", HDR_AETH | OPF_RESPONSE, BTH + AETH, .off_aeth = BTH,
+	},
+	[OP_XRC_ATOMIC_ACK] = {
+		"XRC_ATOMIC_ACKNOWLEDGE", HDR_AETH | HDR_ATMACK | OPF_RESPONSE, BTH + AETH + ATMACK,
 		.off_aeth = BTH, .off_atmack = BTH + AETH,
 	},
 };
@@ -164,6 +213,8 @@ int wire_parse(const uint8_t *hdr, uint64_t frame_len, struct wire_packet *pkt)
 		pkt->qkey = get32(hdr + info->off_deth);
 		pkt->src_qp = get32(hdr + info->off_deth + 4) & BTH_QPN_MASK;
 	}
+	if (info->flags & HDR_XRCETH)
+		pkt->srqn = get32(hdr + info->off_xrceth) & BTH_QPN_MASK;
 	return 0;
 }
 
@@ -207,6 +258,8 @@ unsigned int wire_build(uint8_t *buf, const struct wire_packet *pkt)
 		put32(hdr + info->off_deth, pkt->qkey);
 		put32(hdr + info->off_deth + 4, pkt->src_qp & BTH_QPN_MASK);
 	}
+	if (info->flags & HDR_XRCETH)
+		put32(hdr + info->off_xrceth, pkt->srqn & BTH_QPN_MASK);
 	return 4 + hdr_len;
 }
 

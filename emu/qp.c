@@ -76,19 +76,46 @@ static int alloc_queues(struct emu_qp *qp)
 	return 0;
 }
 
+/*
+ * What each type is made of (the kernel's ib_create_qp): an XRC initiator has no receive
+ * side (its receive CQ and SRQ are not used, its receive queue sizes are 0), a target has no
+ * PD, CQs or queues of its own.
+ */
+static int check_parts(struct emu_qp_init *init)
+{
+	switch (init->type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		return init->send_cq && init->recv_cq ? 0 : EINVAL;
+	case IBV_QPT_XRC_SEND:
+		init->recv_cq = NULL;
+		init->srq = NULL;
+		init->cap.max_recv_wr = init->cap.max_recv_sge = 0;
+		return init->send_cq ? 0 : EINVAL;
+	case IBV_QPT_XRC_RECV:
+		init->send_cq = init->recv_cq = NULL;
+		init->srq = NULL;
+		init->pd_handle = 0;
+		memset(&init->cap, 0, sizeof(init->cap));
+		return init->xrcd ? 0 : EINVAL;
+	default:
+		return EOPNOTSUPP;	/* raw packet...: not built */
+	}
+}
+
 int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp **out)
 {
 	struct emu_qp *qp;
 	int ret;
 
-	if (init->type != IBV_QPT_RC && init->type != IBV_QPT_UC && init->type != IBV_QPT_UD)
-		return EOPNOTSUPP;	/* XRC, raw packet...: not built */
-	if (!init->send_cq || !init->recv_cq)
-		return EINVAL;
-	ret = check_cap(&init->cap, init->srq);
+	ret = check_parts(init);
+	if (!ret)
+		ret = check_cap(&init->cap, init->srq);
 	if (ret)
 		return ret;
-	grant_wqe_room(&init->cap);
+	if (init->type != IBV_QPT_XRC_RECV)
+		grant_wqe_room(&init->cap);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return ENOMEM;
@@ -100,6 +127,7 @@ int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp 
 	qp->async_fd = init->async_fd;
 	qp->events_raised = init->events_raised;
 	qp->pd_handle = init->pd_handle;
+	qp->xrcd = init->type == IBV_QPT_XRC_RECV ? init->xrcd : 0;
 	qp->send_cq = init->send_cq;
 	qp->recv_cq = init->recv_cq;
 	qp->sq_sig_all = init->sq_sig_all;
@@ -141,6 +169,8 @@ int emu_qp_destroy(struct emu_qp *qp)
 	engine_call_sync(qp->engine, destroy_on_engine, qp);
 	if (qp->srq)
 		srq_detach(qp->srq);
+	if (qp->resp.xrc_srq)
+		srq_put(qp->resp.xrc_srq);
 	free_queues(qp);
 	fault_detach(qp->faults);
 	pthread_mutex_destroy(&qp->lock);
@@ -184,12 +214,24 @@ void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event)
 	emu_async_event(qp->async_fd, qp->handle, event, qp->events_raised);
 }
 
+void emu_qp_set_owner(struct emu_qp *qp, uint64_t handle, int async_fd,
+		      _Atomic uint32_t *events_raised)
+{
+	pthread_mutex_lock(&qp->lock);
+	qp->handle = handle;
+	qp->async_fd = async_fd;
+	qp->events_raised = events_raised;
+	pthread_mutex_unlock(&qp->lock);
+}
+
 enum recv_take qp_take_recv(struct emu_qp *qp, uint64_t need, struct recv_wqe *into)
 {
 	enum recv_take got;
 
 	if (qp->srq)
 		return srq_take(qp->srq, need, into);
+	if (qp->type == IBV_QPT_XRC_RECV)	/* the SRQ the request named (responder.c) */
+		return qp->resp.xrc_srq ? srq_take(qp->resp.xrc_srq, need, into) : RECV_NONE;
 	got = recv_queue_take(&qp->rq, need, into);
 	into->pd_handle = qp->pd_handle;
 	return got;
@@ -233,6 +275,15 @@ void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_w
 		wc.imm_data = ex;
 	if (st == IBV_WC_SUCCESS && op == IBV_WC_RECV)
 		qp_counter_add(&qp->counters, EMU_CNT_RDMA_RECVS, 1);
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		bool overrun;
+
+		/* An SRQ destroyed meanwhile has no CQ to report to any more. */
+		if (qp->resp.xrc_srq && srq_complete(qp->resp.xrc_srq, &wc, solicited, &overrun) &&
+		    overrun && qp->state != IBV_QPS_ERR)
+			qp_fatal(qp, IBV_EVENT_QP_FATAL);
+		return;
+	}
 	if (!emu_cq_push(qp->recv_cq, &wc, solicited) && qp->state != IBV_QPS_ERR)
 		qp_fatal(qp, IBV_EVENT_QP_FATAL);
 }
@@ -412,6 +463,10 @@ static void reset_qp(struct emu_qp *qp)
 	qp->resp.atomics_done = 0;
 	qp->comp.timer_ns = 0;
 	qp->resp.msn = 0;
+	if (qp->resp.xrc_srq) {
+		srq_put(qp->resp.xrc_srq);
+		qp->resp.xrc_srq = NULL;
+	}
 	memset(&qp->attr, 0, sizeof(qp->attr));
 }
 
@@ -505,9 +560,11 @@ int emu_qp_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_
 
 	pthread_mutex_lock(&qp->lock);
 	for (; wr; wr = wr->next) {
-		/* As rxe: a QP with an SRQ has no receive queue of its own to post to, and a QP
-		 * in RESET takes none (IBTA C10-97.2.1 leaves it to the device; rxe refuses). */
-		ret = qp->srq || qp->state == IBV_QPS_RESET ? EINVAL : recv_queue_post(&qp->rq, wr);
+		/* As rxe: a QP with an SRQ has no receive queue of its own to post to (nor has
+		 * either half of XRC), and a QP in RESET takes none (IBTA C10-97.2.1 leaves it
+		 * to the device; rxe refuses). */
+		ret = qp->srq || qp->state == IBV_QPS_RESET || qp->type == IBV_QPT_XRC_SEND ||
+		      qp->type == IBV_QPT_XRC_RECV ? EINVAL : recv_queue_post(&qp->rq, wr);
 		if (ret)
 			break;
 		if (qp->state == IBV_QPS_ERR)

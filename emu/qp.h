@@ -35,6 +35,7 @@ struct emu_send_wr {
 	unsigned int send_flags;
 	uint32_t imm_data;		/* network order, as in ibv_send_wr */
 	uint32_t invalidate_rkey;	/* SEND_WITH_INV, LOCAL_INV */
+	uint32_t xrc_srqn;		/* XRC: the SRQ at the target (wr.qp_type.xrc.remote_srqn) */
 	int num_sge;
 	const struct ibv_sge *sg_list;	/* read at post time only */
 	union {
@@ -74,9 +75,15 @@ const char *emu_engine_backend(struct emu_engine *e);
 void emu_async_event(int fd, uint64_t element, enum ibv_event_type event,
 		     _Atomic uint32_t *raised);
 
+/*
+ * XRC: an initiator (IBV_QPT_XRC_SEND) has a send CQ and no receive side; a target
+ * (IBV_QPT_XRC_RECV) has no PD, CQs or queues, only its domain (xrcd, nonzero), and
+ * delivers into the SRQ of that domain each request names.
+ */
 struct emu_qp_init {
 	enum ibv_qp_type type;
 	uint32_t pd_handle;
+	uint32_t xrcd;
 	struct emu_cq *send_cq, *recv_cq;
 	struct emu_srq *srq;		/* receives come from it; NULL: the QP's own queue */
 	struct ibv_qp_cap cap;		/* in: asked for; out: granted */
@@ -87,6 +94,9 @@ struct emu_qp_init {
 };
 
 int emu_qp_create(struct emu_engine *e, struct emu_qp_init *init, struct emu_qp **out);
+/* An XRC target's events go to another of its handles from now on (ibv_open_qp shares it). */
+void emu_qp_set_owner(struct emu_qp *qp, uint64_t handle, int async_fd,
+		      _Atomic uint32_t *events_raised);
 int emu_qp_destroy(struct emu_qp *qp);
 uint32_t emu_qp_num(const struct emu_qp *qp);
 enum ibv_qp_state emu_qp_state(struct emu_qp *qp);

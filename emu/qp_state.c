@@ -11,7 +11,8 @@
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 #define QP_STATE_COUNT	(IBV_QPS_ERR + 1)
-#define QP_TYPE_SLOTS	(IBV_QPT_UD + 1)	/* indexed by enum ibv_qp_type: RC, UC, UD */
+/* Indexed by enum ibv_qp_type: RC, UC, UD, and XRC's two halves (XRC_SEND, XRC_RECV). */
+#define QP_TYPE_SLOTS	(IBV_QPT_XRC_RECV + 1)
 
 struct qp_transition {
 	bool	valid;
@@ -27,15 +28,19 @@ struct qp_transition {
 #define BIND_CONNECTED	(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
 #define BIND_UD		(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)
 #define BIND		{ [IBV_QPT_RC] = BIND_CONNECTED, [IBV_QPT_UC] = BIND_CONNECTED,	\
-			  [IBV_QPT_UD] = BIND_UD }
+			  [IBV_QPT_UD] = BIND_UD, [IBV_QPT_XRC_SEND] = BIND_CONNECTED,	\
+			  [IBV_QPT_XRC_RECV] = BIND_CONNECTED }
 #define RETUNE_UC	(IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |		\
 			 IBV_QP_PATH_MIG_STATE)
+/* XRC: the initiator is RC's send half, the target its receive half (with the RNR timer). */
 #define RETUNE		{ [IBV_QPT_RC] = RETUNE_UC | IBV_QP_MIN_RNR_TIMER,			\
 			  [IBV_QPT_UC] = RETUNE_UC,						\
-			  [IBV_QPT_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY }
+			  [IBV_QPT_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,			\
+			  [IBV_QPT_XRC_SEND] = RETUNE_UC,					\
+			  [IBV_QPT_XRC_RECV] = RETUNE_UC | IBV_QP_MIN_RNR_TIMER }
 
 /*
- * The kernel's qp_state_table (drivers/infiniband/core/verbs.c) for RC, UC and UD. Every
+ * The kernel's qp_state_table (drivers/infiniband/core/verbs.c) for RC, UC, UD and XRC. Every
  * hardware driver and rxe defer to it, so it is what applications are written against.
  * IBV_QP_STATE is implied in every entry; a pair that is not listed is refused.
  */
@@ -71,11 +76,20 @@ static const struct qp_transition qp_transitions[QP_STATE_COUNT][QP_STATE_COUNT]
 				       IBV_QP_MIN_RNR_TIMER,
 			[IBV_QPT_UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				       IBV_QP_RQ_PSN,
+			[IBV_QPT_XRC_SEND] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					     IBV_QP_RQ_PSN,
+			[IBV_QPT_XRC_RECV] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					     IBV_QP_MIN_RNR_TIMER,
 		},
 		.optional = {
 			[IBV_QPT_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
 			[IBV_QPT_UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
 			[IBV_QPT_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+			[IBV_QPT_XRC_SEND] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					     IBV_QP_PKEY_INDEX,
+			[IBV_QPT_XRC_RECV] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					     IBV_QP_PKEY_INDEX,
 		},
 	},
 
@@ -87,6 +101,11 @@ static const struct qp_transition qp_transitions[QP_STATE_COUNT][QP_STATE_COUNT]
 				       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
 			[IBV_QPT_UC] = IBV_QP_SQ_PSN,
 			[IBV_QPT_UD] = IBV_QP_SQ_PSN,
+			[IBV_QPT_XRC_SEND] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					     IBV_QP_MAX_QP_RD_ATOMIC,
+			/* The kernel's "???": a target sends nothing, yet it is asked for these. */
+			[IBV_QPT_XRC_RECV] = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN,
 		},
 		.optional = RETUNE,
 	},
@@ -97,7 +116,9 @@ static const struct qp_transition qp_transitions[QP_STATE_COUNT][QP_STATE_COUNT]
 		.valid = true,
 		.optional = { [IBV_QPT_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 			      [IBV_QPT_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
-			      [IBV_QPT_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY },
+			      [IBV_QPT_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+			      [IBV_QPT_XRC_SEND] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+			      [IBV_QPT_XRC_RECV] = IBV_QP_EN_SQD_ASYNC_NOTIFY },
 	},
 
 	/* Leaving the drained state: the same retuning as RTS -> RTS. */
@@ -115,6 +136,15 @@ static const struct qp_transition qp_transitions[QP_STATE_COUNT][QP_STATE_COUNT]
 			[IBV_QPT_UC] = IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 				       IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE,
 			[IBV_QPT_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+			[IBV_QPT_XRC_SEND] = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT |
+					     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					     IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_ALT_PATH |
+					     IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+					     IBV_QP_PATH_MIG_STATE,
+			[IBV_QPT_XRC_RECV] = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT |
+					     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ALT_PATH |
+					     IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+					     IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
 		},
 	},
 
@@ -135,7 +165,8 @@ static bool qp_state_is_valid(enum ibv_qp_state s)
 
 static bool qp_type_is_supported(enum ibv_qp_type type)
 {
-	return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD;
+	return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD ||
+	       type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV;
 }
 
 int qp_modify_is_allowed(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type,

@@ -22,7 +22,7 @@
 
 void qp_stream_open(struct emu_qp *qp)
 {
-	if (!qp->streams.req && qp_is_connected(qp) && qp->state == IBV_QPS_RTS)
+	if (!qp->streams.req && qp_opens_stream(qp) && qp->state == IBV_QPS_RTS)
 		qp->streams.req = conn_connect(qp);
 }
 
@@ -184,7 +184,7 @@ struct conn *qp_stream_vouch(struct emu_engine *e, const struct wire_hello *q,
 	struct emu_qp *qp = engine_find_qp(e, ntohl(q->src_qpn));
 	struct conn *c;
 
-	if (!qp || !qp_is_connected(qp))
+	if (!qp || !qp_opens_stream(qp))
 		return NULL;
 	pthread_mutex_lock(&qp->lock);
 	c = qp->streams.req;

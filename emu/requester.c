@@ -222,6 +222,7 @@ static void build_request(struct emu_qp *qp, const struct send_wqe *wqe, struct 
 	pkt->solicited = wr->send_flags & IBV_SEND_SOLICITED;
 	pkt->imm = wr->imm_data;
 	pkt->inv_rkey = wr->invalidate_rkey;
+	pkt->srqn = wr->xrc_srqn;	/* carried only by XRC opcodes (an XRCETH) */
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -440,8 +441,10 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_send_wr *wr, unsigned i
 	}
 	room = qp->cap.max_send_wr - (qp->sq.head - qp->comp.tail);
 	for (unsigned int i = 0; i < n; i++) {
-		/* As rxe: a send queue is only open from RTS on (and in ERR, to be flushed). */
-		ret = qp->state < IBV_QPS_RTS ? EINVAL : validate_wr(qp, &wr[i], &length);
+		/* As rxe: a send queue is only open from RTS on (and in ERR, to be flushed).
+		 * An XRC target has none. */
+		ret = qp->state < IBV_QPS_RTS || qp->type == IBV_QPT_XRC_RECV ? EINVAL :
+		      validate_wr(qp, &wr[i], &length);
 		if (!ret && i >= room)
 			ret = ENOMEM;
 		if (ret) {

@@ -14,6 +14,21 @@
 #include "emu/internal.h"
 #include "emu/log.h"
 
+/*
+ * The PD a request's memory is checked against: the QP's, or for an XRC target, which has
+ * none, that of the SRQ the request named (IBA's XRC rule; docs/semantics.md, "XRC").
+ */
+static uint32_t resp_pd(const struct emu_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_RECV ? qp->resp.xrc_pd_handle : qp->pd_handle;
+}
+
+/* The opcode of a response on this QP's transport (RC's or XRC's). */
+static uint8_t response_opcode(const struct emu_qp *qp, uint8_t rc_opcode)
+{
+	return qp_opcode_transport(qp->type) | rc_opcode;
+}
+
 static bool accepts_requests(const struct emu_qp *qp)
 {
 	return qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD ||
@@ -25,7 +40,7 @@ static unsigned int build_aeth(const struct emu_qp *qp, uint8_t *hdr, uint8_t sy
 			       uint32_t psn)
 {
 	struct wire_packet pkt = {
-		.opcode = OP_RC_ACK,
+		.opcode = response_opcode(qp, OP_RC_ACK),
 		.qpn = qp->attr.dest_qp_num,
 		.psn = psn,
 		.syndrome = syndrome,
@@ -126,7 +141,7 @@ static void log_refusal(const struct emu_qp *qp, const struct wire_packet *pkt, 
 	emu_debug("qp 0x%06x refused %s psn 0x%06x from qp 0x%06x: rule \"%s\": rkey 0x%08x va 0x%" PRIx64
 		  " len %" PRIu64 "; %s; qp pd %u rights %s; answer %s",
 		  qp->qpn, wire_opcodes[pkt->opcode].name, pkt->psn, qp->attr.dest_qp_num,
-		  mem_access_rule(r), pkt->rkey, pkt->va, len, region, qp->pd_handle,
+		  mem_access_rule(r), pkt->rkey, pkt->va, len, region, resp_pd(qp),
 		  emu_access_names(qp->attr.qp_access_flags, qp_rights, sizeof(qp_rights)), answer);
 }
 
@@ -144,7 +159,7 @@ static enum mem_access_result check_access(struct emu_qp *qp, const struct wire_
 	struct mem_refusal why;
 	enum mem_access_result r;
 
-	r = mr_check_remote_access_why(qp->engine->mem, pkt->rkey, qp->pd_handle, qp->qpn,
+	r = mr_check_remote_access_why(qp->engine->mem, pkt->rkey, resp_pd(qp), qp->qpn,
 				       qp->attr.qp_access_flags, right, pkt->va, len, ref, host,
 				       &why);
 	if (r != MEM_ACCESS_OK) {
@@ -182,7 +197,7 @@ static void aim_sink(struct emu_qp *qp, const struct wire_packet *pkt, struct rx
 	sink->mem = qp->engine->mem;
 	if (is_write(pkt->opcode)) {
 		sink->kind = SINK_REMOTE;
-		sink->pd_handle = qp->pd_handle;
+		sink->pd_handle = resp_pd(qp);
 		sink->qp_access = qp->attr.qp_access_flags;
 		sink->qpn = qp->qpn;
 		sink->needed = IBV_ACCESS_REMOTE_WRITE;
@@ -222,6 +237,44 @@ static void uc_begin(struct emu_qp *qp, const struct wire_packet *pkt, struct rx
 	aim_sink(qp, pkt, sink);
 }
 
+/*
+ * An XRC target: every request names the SRQ it is for, which must be a live SRQ of the
+ * target's XRC domain; its PD is the one the request's memory is checked against. Any other
+ * number is refused with NAK invalid request, as a wrong opcode is: the requester gets
+ * IBV_WC_REM_INV_REQ_ERR and the target goes to ERR (docs/semantics.md, "XRC"). The SRQ
+ * is held (a reference) until the request is done: a destroy meanwhile cannot free it.
+ */
+static bool xrc_begin(struct emu_qp *qp, const struct wire_packet *pkt)
+{
+	/*
+	 * A receive still held here was cut off with its stream (begin and end pair up on a
+	 * live one): RC takes a new one over it and so does this, from the SRQ the new
+	 * request names, never from the old request's.
+	 */
+	qp->resp.have_cur_recv = false;
+	if (qp->resp.xrc_srq)
+		srq_put(qp->resp.xrc_srq);
+	qp->resp.xrc_srq = xrc_srq_find(qp->engine, pkt->srqn, qp->xrcd);
+	qp->resp.xrc_pd_handle = qp->resp.xrc_srq ? srq_pd(qp->resp.xrc_srq) : 0;
+	/* A duplicate or one dropped after an RNR NAK: the common path decides, as for RC. */
+	if (qp->resp.xrc_srq || pkt->psn != qp->resp.epsn || qp->resp.rnr_dropping)
+		return true;
+	emu_debug("qp 0x%06x refused %s psn 0x%06x from qp 0x%06x: XRC SRQ 0x%06x is not one of"
+		  " its domain's", qp->qpn, wire_opcodes[pkt->opcode].name, pkt->psn,
+		  qp->attr.dest_qp_num, pkt->srqn);
+	refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
+	return false;
+}
+
+/* An XRC target lets go of the request's SRQ once nothing of the request needs it. */
+void responder_release_srq(struct emu_qp *qp)
+{
+	if (qp->resp.xrc_srq && !qp->resp.have_cur_recv) {
+		srq_put(qp->resp.xrc_srq);
+		qp->resp.xrc_srq = NULL;
+	}
+}
+
 void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 		     struct rx_sink *sink)
 {
@@ -232,10 +285,12 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 	qp->resp.verdict = RESP_DROP;
 	if (!accepts_requests(qp)) {
 		/* A NIC drops it too, and its peer's retries run out: so do ours (completer.c). */
-		if (qp->type == IBV_QPT_RC)
+		if (qp_is_reliable(qp))
 			conn_send_drop_notice(c);
 		return;
 	}
+	if (qp->type == IBV_QPT_XRC_RECV && !xrc_begin(qp, pkt))
+		return;
 	if (qp->type == IBV_QPT_UC) {
 		uc_begin(qp, pkt, sink);
 		return;
@@ -299,7 +354,7 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 static void send_read_response(struct emu_qp *qp, struct conn *c, const struct wire_packet *req)
 {
 	struct wire_packet pkt = {
-		.opcode = OP_RC_READ_RESPONSE_ONLY,
+		.opcode = response_opcode(qp, OP_RC_READ_RESPONSE_ONLY),
 		.qpn = qp->attr.dest_qp_num,
 		.psn = req->psn,
 		.syndrome = AETH_ACK | AETH_ACK_NO_CREDIT,
@@ -307,7 +362,7 @@ static void send_read_response(struct emu_qp *qp, struct conn *c, const struct w
 		.payload_len = req->dma_len,
 	};
 	const struct tx_piece where = {
-		.source = TX_REMOTE_MR, .key = req->rkey, .pd_handle = qp->pd_handle,
+		.source = TX_REMOTE_MR, .key = req->rkey, .pd_handle = resp_pd(qp),
 		.qpn = qp->qpn, .qp_access = qp->attr.qp_access_flags, .addr = req->va,
 	};
 	struct mem_region *ref = NULL;
@@ -358,7 +413,7 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 		      bool resent)
 {
 	struct wire_packet pkt = {
-		.opcode = OP_RC_ATOMIC_ACK,
+		.opcode = response_opcode(qp, OP_RC_ATOMIC_ACK),
 		.qpn = qp->attr.dest_qp_num,
 		.psn = req->psn,
 		.syndrome = AETH_ACK | AETH_ACK_NO_CREDIT,
@@ -380,7 +435,7 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 			return;
 		}
 		word = host;
-		if (req->opcode == OP_RC_CMP_SWAP) {
+		if (wire_operation(req->opcode) == OP_RC_CMP_SWAP) {
 			uint64_t expected = req->compare;
 
 			__atomic_compare_exchange_n(word, &expected, req->swap_add, false,
@@ -459,8 +514,8 @@ static void uc_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	}
 }
 
-void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
-		   struct rx_sink *sink)
+static void end_request(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+			struct rx_sink *sink)
 {
 	if (qp->type == IBV_QPT_UC) {
 		if (qp->resp.verdict == RESP_EXECUTE)
@@ -472,9 +527,10 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		return;
 	case RESP_DUPLICATE:
 		qp_counter_add(&qp->counters, EMU_CNT_DUPLICATE_REQUEST, 1);
-		if (pkt->opcode == OP_RC_READ_REQUEST)
+		if (wire_operation(pkt->opcode) == OP_RC_READ_REQUEST)
 			send_read_response(qp, c, pkt);
-		else if (pkt->opcode == OP_RC_CMP_SWAP || pkt->opcode == OP_RC_FETCH_ADD)
+		else if (wire_operation(pkt->opcode) == OP_RC_CMP_SWAP ||
+			 wire_operation(pkt->opcode) == OP_RC_FETCH_ADD)
 			do_atomic(qp, c, pkt, true);
 		else
 			send_aeth(qp, c, AETH_ACK | AETH_ACK_NO_CREDIT, pkt->psn);
@@ -507,7 +563,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	}
 	/* Send with Invalidate: the key dies before the receive completes (rxe's execute()). */
 	if ((wire_opcodes[pkt->opcode].flags & HDR_IETH) &&
-	    mw_invalidate(qp->engine->mem, pkt->inv_rkey, qp->pd_handle, true, qp->qpn)) {
+	    mw_invalidate(qp->engine->mem, pkt->inv_rkey, resp_pd(qp), true, qp->qpn)) {
 		refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
 		qp->resp.recv_status = IBV_WC_REM_INV_REQ_ERR;	/* rxe's status for this receive */
 		nak_and_fail(qp, c, pkt);
@@ -515,7 +571,7 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 	}
 	qp->resp.epsn = (qp->resp.epsn + 1) & BTH_PSN_MASK;
 	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
-	switch (pkt->opcode) {
+	switch (wire_operation(pkt->opcode)) {
 	case OP_RC_READ_REQUEST:
 		send_read_response(qp, c, pkt);
 		return;
@@ -529,4 +585,11 @@ void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 		complete_receive(qp, c, pkt, IBV_WC_SUCCESS);
 		return;
 	}
+}
+
+void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
+		   struct rx_sink *sink)
+{
+	end_request(qp, c, pkt, sink);
+	responder_release_srq(qp);
 }

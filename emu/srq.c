@@ -18,7 +18,7 @@ static_assert(EMU_MAX_SRQ_SGE <= EMU_MAX_SGE, "a taken WQE's copy holds EMU_MAX_
 
 struct emu_srq {
 	struct emu_engine *engine;
-	pthread_mutex_t lock;		/* the queue, the limit, the users */
+	pthread_mutex_t lock;		/* the queue, the limit, the users, dead */
 	struct recv_queue rq;
 	uint32_t limit;			/* armed while nonzero */
 	uint32_t pd_handle;
@@ -26,6 +26,15 @@ struct emu_srq {
 	int async_fd;
 	_Atomic uint32_t *events_raised;
 	int users;			/* QPs taking their receives from it */
+	/* Constants of an XRC SRQ (xrcd 0: a basic one), and its number in the engine's table
+	 * (emu/xrc.c), which a target QP looks it up by. */
+	uint32_t xrcd;
+	struct emu_cq *cq;
+	uint32_t srqn;
+	/* The table's reference and each target QP's that holds one while it delivers a
+	 * message (qp->resp.xrc_srq): the memory goes with the last. */
+	atomic_int refs;
+	bool dead;			/* destroyed: nothing is taken, nothing completes to cq */
 };
 
 /* Slot i's SGEs are sges[i * max_sge ...]; max_sge 0 still gets one so a slot is addressable. */
@@ -163,8 +172,31 @@ int emu_srq_create(struct emu_engine *e, struct emu_srq_init *init, struct emu_s
 	srq->handle = init->handle;
 	srq->async_fd = init->async_fd;
 	srq->events_raised = init->events_raised;
+	srq->xrcd = init->xrcd;
+	srq->cq = init->cq;
+	atomic_init(&srq->refs, 1);
+	ret = xrc_srq_number(e, srq);
+	if (ret) {
+		srq_put(srq);
+		return ret;
+	}
 	*out = srq;
 	return 0;
+}
+
+void srq_put(struct emu_srq *srq)
+{
+	if (atomic_fetch_sub(&srq->refs, 1) != 1)
+		return;
+	atomic_fetch_sub(&srq->engine->srqs, 1);
+	recv_queue_free(&srq->rq);
+	pthread_mutex_destroy(&srq->lock);
+	free(srq);
+}
+
+void srq_get(struct emu_srq *srq)
+{
+	atomic_fetch_add(&srq->refs, 1);
 }
 
 int emu_srq_destroy(struct emu_srq *srq)
@@ -175,11 +207,51 @@ int emu_srq_destroy(struct emu_srq *srq)
 		return EBUSY;
 	}
 	pthread_mutex_unlock(&srq->lock);
-	atomic_fetch_sub(&srq->engine->srqs, 1);
-	recv_queue_free(&srq->rq);
-	pthread_mutex_destroy(&srq->lock);
-	free(srq);
+	/* On the engine thread, where target QPs find and take from it: after this none can. */
+	xrc_srq_unnumber(srq->engine, srq);
+	srq_put(srq);
 	return 0;
+}
+
+uint32_t emu_srq_num(const struct emu_srq *srq)
+{
+	return srq->srqn;
+}
+
+uint32_t srq_xrcd(const struct emu_srq *srq)
+{
+	return srq->xrcd;
+}
+
+uint32_t srq_pd(const struct emu_srq *srq)
+{
+	return srq->pd_handle;
+}
+
+void srq_set_srqn(struct emu_srq *srq, uint32_t srqn)
+{
+	srq->srqn = srqn;
+}
+
+void srq_kill(struct emu_srq *srq)
+{
+	pthread_mutex_lock(&srq->lock);
+	srq->dead = true;
+	pthread_mutex_unlock(&srq->lock);
+}
+
+bool srq_complete(struct emu_srq *srq, const struct ibv_wc *wc, bool solicited, bool *overrun)
+{
+	bool pushed = false;
+
+	*overrun = false;
+	pthread_mutex_lock(&srq->lock);
+	if (!srq->dead && srq->cq) {
+		pushed = true;
+		*overrun = !emu_cq_push(srq->cq, wc, solicited);
+	}
+	pthread_mutex_unlock(&srq->lock);
+	return pushed;
 }
 
 int emu_srq_modify(struct emu_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
@@ -251,7 +323,7 @@ enum recv_take srq_take(struct emu_srq *srq, uint64_t need, struct recv_wqe *int
 	bool limit_reached = false;
 
 	pthread_mutex_lock(&srq->lock);
-	got = recv_queue_take(&srq->rq, need, into);
+	got = srq->dead ? RECV_NONE : recv_queue_take(&srq->rq, need, into);
 	/* As rxe's get_srq_wqe(): checked when a WQE is taken, then disarmed until re-armed. */
 	if (got == RECV_TAKEN && srq->limit && recv_queue_count(&srq->rq) < srq->limit) {
 		srq->limit = 0;

@@ -118,6 +118,11 @@ struct wire_deth {
 	uint32_t src_qp;	/* 8 reserved bits, 24-bit source QP */
 } __attribute__((packed));
 
+/* XRC Extended Transport Header: the XRC SRQ at the target that a request is for. */
+struct wire_xrceth {
+	uint32_t srqn;		/* 8 reserved bits, 24-bit XRC SRQ number */
+} __attribute__((packed));
+
 /* softrdma's piggybacked acknowledgement: every request up to psn executed (RC only). */
 struct wire_acketh {
 	uint32_t psn;		/* 8 reserved bits, 24-bit PSN */
@@ -154,6 +159,13 @@ enum aeth_nak_code {
 #define OP_TRANSPORT_RC		0x00
 #define OP_TRANSPORT_UC		0x20
 #define OP_TRANSPORT_UD		0x60
+#define OP_TRANSPORT_XRC	0xa0	/* requests carry an XRCETH after the BTH */
+
+/* The operation of an opcode, whatever its transport: RC's opcode for it. */
+static inline uint8_t wire_operation(uint8_t opcode)
+{
+	return opcode & ~OP_TRANSPORT_MASK;
+}
 
 /* The opcodes we send or must recognise (IBTA table 38). */
 enum wire_opcode {
@@ -174,6 +186,18 @@ enum wire_opcode {
 	OP_UC_WRITE_ONLY_IMM = 0x2b,
 	OP_UD_SEND_ONLY = 0x64,
 	OP_UD_SEND_ONLY_IMM = 0x65,
+	/* XRC: RC's operations at 0xa0 + the same number; requests with an XRCETH. */
+	OP_XRC_SEND_ONLY = 0xa4,
+	OP_XRC_SEND_ONLY_IMM = 0xa5,
+	OP_XRC_WRITE_ONLY = 0xaa,
+	OP_XRC_WRITE_ONLY_IMM = 0xab,
+	OP_XRC_READ_REQUEST = 0xac,
+	OP_XRC_READ_RESPONSE_ONLY = 0xb0,
+	OP_XRC_ACK = 0xb1,
+	OP_XRC_ATOMIC_ACK = 0xb2,
+	OP_XRC_CMP_SWAP = 0xb3,
+	OP_XRC_FETCH_ADD = 0xb4,
+	OP_XRC_SEND_ONLY_INV = 0xb7,
 	/* Manufacturer-specific range (0xc0-0xff): responder to requester, "I can read your
 	 * memory" (the same-host path, emu/peer_mem.c). BTH only. */
 	OP_PEER_MEMORY = 0xc0,
@@ -192,6 +216,7 @@ enum {
 	HDR_IMMDT = 1 << 4,
 	HDR_IETH = 1 << 5,
 	HDR_DETH = 1 << 6,
+	HDR_XRCETH = 1 << 7,
 	OPF_REQUEST = 1 << 8,	/* requester -> responder */
 	OPF_RESPONSE = 1 << 9,	/* responder -> requester */
 	OPF_PAYLOAD = 1 << 10,	/* may carry payload */
@@ -204,7 +229,8 @@ struct wire_opcode_info {
 	const char *name;
 	uint32_t flags;
 	uint8_t hdr_len;	/* BTH and extension headers */
-	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt, off_ieth, off_deth;
+	uint8_t off_reth, off_aeth, off_atmeth, off_atmack, off_immdt, off_ieth, off_deth,
+		off_xrceth;
 };
 
 /* NULL name: not an opcode we accept. */
@@ -231,6 +257,7 @@ struct wire_packet {
 	uint32_t inv_rkey;
 	uint32_t qkey;		/* DETH */
 	uint32_t src_qp;	/* DETH */
+	uint32_t srqn;		/* XRCETH */
 	uint64_t payload_len;	/* with by_ref: of the descriptor, until it is read */
 	bool by_ref;
 	bool acked;		/* an ACKETH: the receiver's requests up to acked_psn are done */

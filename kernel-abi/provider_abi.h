@@ -120,7 +120,16 @@ enum verbs_qp_mask {
 	VERBS_QP_EX = 1 << 1,
 };
 
-struct verbs_xrcd;
+enum verbs_xrcd_mask {
+	VERBS_XRCD_HANDLE = 1 << 0,
+};
+
+/* driver.h's: an XRC domain as libibverbs hands it to a provider. */
+struct verbs_xrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t comp_mask;
+	uint32_t handle;
+};
 
 struct verbs_qp {
 	union {
@@ -175,7 +184,7 @@ struct verbs_context_ops {
 	void *attach_counters_point_flow;
 	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
-	void *close_xrcd;
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 #if PABI_SINCE(65)
@@ -224,7 +233,7 @@ struct verbs_context_ops {
 #endif
 	void (*free_context)(struct ibv_context *context);
 	void *free_dm;
-	void *get_srq_num;
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
 	void *import_dm;
 	void *import_mr;
 	void *import_pd;
@@ -238,8 +247,9 @@ struct verbs_context_ops {
 	void *modify_qp_rate_limit;
 	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
 	void *modify_wq;
-	void *open_qp;
-	void *open_xrcd;
+	struct ibv_qp *(*open_qp)(struct ibv_context *context, struct ibv_qp_open_attr *attr);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *context,
+				      struct ibv_xrcd_init_attr *attr);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <infiniband/ib.h>
 
+#include <rdma/rdma_verbs.h>
+
 #include "cm.h"
 
 static int copy_addr(struct sockaddr **dst, socklen_t *dst_len, const struct sockaddr *src,
@@ -154,6 +156,9 @@ EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, str
 	}
 	if (rdma_create_id(NULL, &cm_id, NULL, (enum rdma_port_space)res->ai_port_space))
 		return -1;
+	/* As librdmacm's rdma_create_id2(): the id is of res's QP type (XRC's two halves). */
+	if (res->ai_qp_type == IBV_QPT_XRC_SEND || res->ai_qp_type == IBV_QPT_XRC_RECV)
+		cm_id->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 	if (res->ai_flags & RAI_PASSIVE) {
 		if (rdma_bind_addr(cm_id, res->ai_src_addr))
 			goto err;
@@ -188,6 +193,7 @@ EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 	if (!id)
 		return;
 	rdma_destroy_qp(id);
+	rdma_destroy_srq(id);
 	rdma_destroy_id(id);
 }
 

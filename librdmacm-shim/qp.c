@@ -5,9 +5,15 @@
  * no remote rights and gets REMOTE_WRITE on connect, plus REMOTE_READ and REMOTE_ATOMIC
  * when it accepts incoming READs and atomics (responder_resources > 0). What the id's
  * connection says is read under its lock (cm.h); the QP itself is the application's.
+ *
+ * XRC as librdmacm's cma.c has it: an id of type IBV_QPT_XRC_RECV makes a target QP in the
+ * device's XRC domain (one per device, opened once, as its default PD), and rdma_create_srq
+ * makes it an XRC SRQ of that domain reporting to the id's receive CQ; an id of type
+ * IBV_QPT_XRC_SEND makes an initiator. Each half is moved with the kernel's masks for it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,27 +25,57 @@ static pthread_mutex_t pd_lock = PTHREAD_MUTEX_INITIALIZER;	/* default_pds */
 static struct {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
+	struct ibv_xrcd *xrcd;
 } default_pds[8];
+
+/* The device's slot; pd_lock held. */
+static int device_slot(struct ibv_context *verbs)
+{
+	for (int i = 0; i < 8; i++)
+		if (default_pds[i].verbs == verbs || !default_pds[i].verbs) {
+			default_pds[i].verbs = verbs;
+			return i;
+		}
+	return -1;
+}
 
 /* librdmacm gives ids without a PD one per device, shared, never freed. */
 static struct ibv_pd *default_pd(struct ibv_context *verbs)
 {
 	struct ibv_pd *pd = NULL;
+	int i;
 
 	pthread_mutex_lock(&pd_lock);
-	for (int i = 0; i < 8 && !pd; i++) {
-		if (default_pds[i].verbs == verbs) {
-			pd = default_pds[i].pd;
-		} else if (!default_pds[i].verbs) {
-			default_pds[i].pd = ibv_alloc_pd(verbs);
-			if (default_pds[i].pd)
-				default_pds[i].verbs = verbs;
-			pd = default_pds[i].pd;
-			break;
-		}
-	}
+	i = device_slot(verbs);
+	if (i >= 0 && !default_pds[i].pd)
+		default_pds[i].pd = ibv_alloc_pd(verbs);
+	if (i >= 0)
+		pd = default_pds[i].pd;
 	pthread_mutex_unlock(&pd_lock);
 	return pd;
+}
+
+/* The same for XRC domains (cma.c's ucma_get_xrcd()): one of the device's own, never closed. */
+static struct ibv_xrcd *default_xrcd(struct ibv_context *verbs)
+{
+	struct ibv_xrcd_init_attr attr = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+	struct ibv_xrcd *xrcd = NULL;
+	int i;
+
+	pthread_mutex_lock(&pd_lock);
+	i = device_slot(verbs);
+	if (i >= 0 && !default_pds[i].xrcd)
+		default_pds[i].xrcd = ibv_open_xrcd(verbs, &attr);
+	if (i >= 0)
+		xrcd = default_pds[i].xrcd;
+	pthread_mutex_unlock(&pd_lock);
+	if (!xrcd && !errno)
+		errno = ENOMEM;
+	return xrcd;
 }
 
 static uint8_t clamp_rd_atomic(struct ibv_context *verbs, uint8_t want)
@@ -90,8 +126,6 @@ static int fill_qp_attr(struct cm_id *id, enum ibv_qp_state state, struct ibv_qp
 		attr->path_mtu = port.active_mtu;
 		attr->dest_qp_num = peer->qpn;
 		attr->rq_psn = peer->psn;
-		attr->max_dest_rd_atomic = clamp_rd_atomic(id->id.verbs, local->responder_resources);
-		attr->min_rnr_timer = CM_MIN_RNR_TIMER;
 		attr->ah_attr.is_global = 1;
 		attr->ah_attr.port_num = 1;
 		attr->ah_attr.grh.sgid_index = (uint8_t)sgid_index;
@@ -102,8 +136,14 @@ static int fill_qp_attr(struct cm_id *id, enum ibv_qp_state state, struct ibv_qp
 		if (local->responder_resources)
 			attr->qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
-			IBV_QP_ACCESS_FLAGS;
+			IBV_QP_RQ_PSN | IBV_QP_ACCESS_FLAGS;
+		/* Responder resources and the RNR timer: not for an XRC initiator (no responder). */
+		if (id->id.qp_type != IBV_QPT_XRC_SEND) {
+			attr->max_dest_rd_atomic = clamp_rd_atomic(id->id.verbs,
+								   local->responder_resources);
+			attr->min_rnr_timer = CM_MIN_RNR_TIMER;
+			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
 		return 0;
 	case IBV_QPS_RTS:
 		if (cm_id_is_ud(id)) {
@@ -119,8 +159,10 @@ static int fill_qp_attr(struct cm_id *id, enum ibv_qp_state state, struct ibv_qp
 		attr->retry_cnt = (active ? local->retry_count : peer->retry_count) & 7;
 		attr->rnr_retry = peer->rnr_retry_count & 7;
 		attr->max_rd_atomic = clamp_rd_atomic(id->id.verbs, local->initiator_depth);
-		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT;
+		/* An XRC target sends nothing: the kernel's table asks it for these two only. */
+		if (id->id.qp_type != IBV_QPT_XRC_RECV)
+			*mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 		return 0;
 	default:
 		return EINVAL;
@@ -230,6 +272,19 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *
 	}
 	if (id->srq && !attr->srq)
 		attr->srq = id->srq;
+	attr->qp_type = id->qp_type == IBV_QPT_XRC_SEND || id->qp_type == IBV_QPT_XRC_RECV ?
+			id->qp_type : attr->qp_type;
+	if (attr->qp_type == IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+		attr->xrcd = default_xrcd(id->verbs);
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+		if (!attr->xrcd) {
+			ret = errno;
+			destroy_default_cqs(id);
+			errno = ret;
+			return -1;
+		}
+	}
 	qp = ibv_create_qp_ex(id->verbs, attr);
 	if (!qp) {
 		ret = errno;
@@ -286,7 +341,9 @@ EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 		return;
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
-	destroy_default_cqs(id);
+	/* An SRQ of the id may report to them: rdma_destroy_srq() takes them then. */
+	if (!id->srq)
+		destroy_default_cqs(id);
 }
 
 EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
@@ -300,6 +357,26 @@ EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
 		attr->pd = id->pd ? id->pd : default_pd(id->verbs);
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC) {
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+			attr->xrcd = default_xrcd(id->verbs);
+			attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD;
+		}
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+			int ret = id->recv_cq ? 0 : make_default_cqs(id, 0, (int)attr->attr.max_wr);
+
+			if (ret) {
+				if (!id->qp)
+					destroy_default_cqs(id);
+				errno = ret;
+				return -1;
+			}
+			attr->cq = id->recv_cq;
+			attr->comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
+		}
+		if (!attr->xrcd)
+			return -1;
 	}
 	srq = ibv_create_srq_ex(id->verbs, attr);
 	if (!srq)
@@ -320,7 +397,8 @@ EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	}
 	ex.srq_context = attr->srq_context;
 	ex.attr = attr->attr;
-	ex.srq_type = IBV_SRQT_BASIC;
+	/* An XRC target's id gets an XRC SRQ (cma.c's rdma_create_srq()). */
+	ex.srq_type = id && id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
 	ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
 	if (pd) {
 		ex.pd = pd;
@@ -335,4 +413,6 @@ EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 		return;
 	ibv_destroy_srq(id->srq);
 	id->srq = NULL;
+	if (!id->qp)
+		destroy_default_cqs(id);
 }

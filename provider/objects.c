@@ -28,6 +28,7 @@
 /* The most objects of each type a process may hold; 0: counted by the engine. */
 static const uint32_t device_limit[SR_OBJ_TYPES] = {
 	[SR_OBJ_PD] = EMU_MAX_PD,
+	[SR_OBJ_XRCD] = EMU_MAX_XRCD,
 	[SR_OBJ_CQ] = EMU_MAX_CQ,
 	[SR_OBJ_AH] = EMU_MAX_AH,
 	[SR_OBJ_QP] = EMU_MAX_QP,
@@ -35,8 +36,8 @@ static const uint32_t device_limit[SR_OBJ_TYPES] = {
 static _Atomic uint32_t device_count[SR_OBJ_TYPES];
 
 /* Every type at its limit at once: no context needs more handles than this. */
-#define MAX_HANDLES	((uint32_t)EMU_MAX_PD + EMU_MAX_CQ + EMU_MAX_AH + EMU_MAX_MR +	\
-			 EMU_MAX_MW + EMU_MAX_SRQ + EMU_MAX_QP)
+#define MAX_HANDLES	((uint32_t)EMU_MAX_PD + EMU_MAX_XRCD + EMU_MAX_CQ + EMU_MAX_AH +	\
+			 EMU_MAX_MR + EMU_MAX_MW + EMU_MAX_SRQ + EMU_MAX_QP)
 
 int sr_objects_init(struct sr_obj_table *t)
 {
@@ -266,6 +267,7 @@ static int teardown(struct sr_context *ctx, struct sr_obj *o)
 {
 	switch (o->type) {
 	case SR_OBJ_PD: return sr_pd_teardown(ctx, sr_container_of(o, struct sr_pd, obj));
+	case SR_OBJ_XRCD: return sr_xrcd_teardown(ctx, sr_container_of(o, struct sr_xrcd, obj));
 	case SR_OBJ_CQ: return sr_cq_teardown(ctx, sr_container_of(o, struct sr_cq, obj));
 	case SR_OBJ_AH: return sr_ah_teardown(ctx, sr_container_of(o, struct sr_ah, obj));
 	case SR_OBJ_MR: return sr_mr_teardown(ctx, sr_container_of(o, struct sr_mr, obj));

@@ -18,52 +18,79 @@ static void init_ibv_qp(struct sr_qp *sqp, struct ibv_context *context, struct i
 	qp->context = context;
 	qp->qp_context = attr->qp_context;
 	qp->pd = pd;
-	qp->send_cq = attr->send_cq;
-	qp->recv_cq = attr->recv_cq;
-	qp->srq = attr->srq;
+	/* As the kernel's ib_create_qp(): an XRC initiator has no receive side, a target none. */
+	qp->send_cq = attr->qp_type == IBV_QPT_XRC_RECV ? NULL : attr->send_cq;
+	qp->recv_cq = attr->qp_type == IBV_QPT_XRC_RECV || attr->qp_type == IBV_QPT_XRC_SEND ?
+		      NULL : attr->recv_cq;
+	qp->srq = qp->recv_cq ? attr->srq : NULL;
 	qp->handle = sqp->obj.handle;
 	qp->qp_num = emu_qp_num(sqp->qp);
 	qp->state = IBV_QPS_RESET;
 	qp->qp_type = attr->qp_type;
 	qp->events_completed = 0;
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		/* libibverbs' verbs_qp says which domain (ibv_cmd_create_qp_ex2 sets the same). */
+		sqp->vqp.xrcd = (struct verbs_xrcd *)attr->xrcd;
+		sqp->vqp.comp_mask |= VERBS_QP_XRCD;
+	}
 	pthread_mutex_init(&qp->mutex, NULL);
 	pthread_cond_init(&qp->cond, NULL);
 }
 
+/*
+ * What each type needs (the kernel's create_qp() in uverbs_cmd.c): a PD and both CQs; an XRC
+ * initiator a PD and a send CQ only; an XRC target its domain and nothing else, no CQs or
+ * PD (ignored if given), no send operations.
+ */
 static int check_create_attr(const struct ibv_qp_init_attr_ex *attr)
 {
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !attr->send_cq ||
-	    !attr->recv_cq)
-		return EINVAL;
-	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-				IBV_QP_INIT_ATTR_CREATE_FLAGS) ||
+	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+				IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags))
-		return EOPNOTSUPP;	/* XRC, RSS, TSO, creation flags...: not built (rxe) */
-	return 0;
+		return EOPNOTSUPP;	/* RSS, TSO, creation flags...: not built (rxe) */
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) && attr->xrcd &&
+		       !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? 0 : EINVAL;
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !attr->send_cq)
+		return EINVAL;
+	return attr->qp_type == IBV_QPT_XRC_SEND || attr->recv_cq ? 0 : EINVAL;
 }
 
-/* The QP is a user of its PD, CQs and SRQ, which must be live objects of this context. */
+/*
+ * The QP is a user of its PD, CQs and SRQ (an XRC initiator: its PD and send CQ; a target:
+ * its domain's handle), which must be live objects of this context.
+ */
 static int reserve_qp(struct sr_context *ctx, struct sr_qp *qp,
 		      const struct ibv_qp_init_attr_ex *attr)
 {
-	struct sr_obj_ref parents[SR_OBJ_MAX_PARENTS] = {
-		SR_PD_REF(attr->pd), SR_CQ_REF(attr->send_cq), SR_CQ_REF(attr->recv_cq),
-	};
-	int n = 3;
+	struct sr_obj_ref parents[SR_OBJ_MAX_PARENTS];
+	int n = 0;
 
-	if (attr->srq)
-		parents[n++] = SR_SRQ_REF(attr->srq);
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		parents[n++] = SR_XRCD_REF(attr->xrcd);
+	} else {
+		parents[n++] = SR_PD_REF(attr->pd);
+		parents[n++] = SR_CQ_REF(attr->send_cq);
+	}
+	if (attr->qp_type != IBV_QPT_XRC_RECV && attr->qp_type != IBV_QPT_XRC_SEND) {
+		parents[n++] = SR_CQ_REF(attr->recv_cq);
+		if (attr->srq)
+			parents[n++] = SR_SRQ_REF(attr->srq);
+	}
 	return sr_obj_create(ctx, &qp->obj, SR_OBJ_QP, parents, n);
 }
 
 static int make_qp(struct sr_context *ctx, struct sr_qp *qp, struct ibv_qp_init_attr_ex *attr)
 {
+	bool target = attr->qp_type == IBV_QPT_XRC_RECV, xrc = target ||
+		      attr->qp_type == IBV_QPT_XRC_SEND;
 	struct emu_qp_init init = {
 		.type = attr->qp_type,
-		.pd_handle = to_sr_pd(attr->pd)->id,
-		.send_cq = to_sr_cq(attr->send_cq)->cq,
-		.recv_cq = to_sr_cq(attr->recv_cq)->cq,
-		.srq = attr->srq ? to_sr_srq(attr->srq)->srq : NULL,
+		.pd_handle = target ? 0 : to_sr_pd(attr->pd)->id,
+		.xrcd = target ? sr_xrcd_id(to_sr_xrcd(attr->xrcd)) : 0,
+		.send_cq = target ? NULL : to_sr_cq(attr->send_cq)->cq,
+		.recv_cq = xrc ? NULL : to_sr_cq(attr->recv_cq)->cq,
+		.srq = attr->srq && !xrc ? to_sr_srq(attr->srq)->srq : NULL,
 		.cap = attr->cap,
 		.sq_sig_all = attr->sq_sig_all,
 		.handle = (uintptr_t)&qp->vqp.qp,
@@ -82,6 +109,11 @@ static int make_qp(struct sr_context *ctx, struct sr_qp *qp, struct ibv_qp_init_
 		qp->vqp.comp_mask |= VERBS_QP_EX;
 	}
 	ret = emu_qp_create(ctx->engine, &init, &qp->qp);
+	if (!ret && target) {
+		ret = sr_xrc_tgt_add(to_sr_xrcd(attr->xrcd), qp);
+		if (ret)
+			emu_qp_destroy(qp->qp);
+	}
 	if (ret) {
 		if (qp->extended)
 			qp_ex_destroy(&qp->vqp.qp_ex);
@@ -91,7 +123,9 @@ static int make_qp(struct sr_context *ctx, struct sr_qp *qp, struct ibv_qp_init_
 	return 0;
 }
 
-static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+/* A new QP, or (open_qpn not NULL) a new handle on the XRC target QP of that number. */
+static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+			       const uint32_t *open_qpn)
 {
 	struct sr_context *ctx = to_sr_context(context);
 	struct sr_qp *qp;
@@ -106,7 +140,8 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 		return NULL;
 	ret = reserve_qp(ctx, qp, attr);
 	if (!ret) {
-		ret = make_qp(ctx, qp, attr);
+		ret = open_qpn ? sr_xrc_tgt_share(to_sr_xrcd(attr->xrcd), *open_qpn, qp) :
+				 make_qp(ctx, qp, attr);
 		if (ret)
 			sr_obj_unmake(ctx, &qp->obj);
 	}
@@ -115,7 +150,9 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 		errno = ret;
 		return NULL;
 	}
-	init_ibv_qp(qp, context, attr->pd, attr);
+	init_ibv_qp(qp, context, attr->qp_type == IBV_QPT_XRC_RECV ? NULL : attr->pd, attr);
+	if (open_qpn)
+		qp->vqp.qp.state = emu_qp_state(qp->qp);
 	sr_obj_publish(ctx, &qp->obj);
 	return &qp->vqp.qp;
 }
@@ -133,7 +170,7 @@ struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
 		.pd = pd,
 	};
-	struct ibv_qp *qp = create_qp(pd->context, &ex);
+	struct ibv_qp *qp = create_qp(pd->context, &ex, NULL);
 
 	if (qp)
 		attr->cap = ex.cap;
@@ -142,7 +179,34 @@ struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-	return create_qp(context, attr);
+	return create_qp(context, attr, NULL);
+}
+
+/*
+ * ibv_open_qp: another handle on an XRC target QP of the domain (ibv_cmd_open_qp()'s checks,
+ * then the kernel's ib_open_qp(): only a target, only one the domain has; else EINVAL).
+ */
+struct ibv_qp *sr_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
+{
+	const uint32_t needed = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+				IBV_QP_OPEN_ATTR_TYPE;
+	struct ibv_qp_init_attr_ex init = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+	};
+
+	if (attr->comp_mask >= IBV_QP_OPEN_ATTR_RESERVED) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((attr->comp_mask & needed) != needed || !attr->xrcd ||
+	    attr->qp_type != IBV_QPT_XRC_RECV) {
+		errno = EINVAL;
+		return NULL;
+	}
+	init.xrcd = attr->xrcd;
+	init.qp_context = (attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? attr->qp_context : NULL;
+	return create_qp(context, &init, &attr->qp_num);
 }
 
 /*
@@ -155,7 +219,9 @@ int sr_qp_teardown(struct sr_context *ctx, struct sr_qp *qp)
 	struct ibv_qp *ibqp = &qp->vqp.qp;
 	bool keep;
 
-	emu_qp_destroy(qp->qp);
+	/* An XRC target's QP goes with its last handle (xrcd.c). */
+	if (!qp->tgt || sr_xrc_tgt_leave(qp))
+		emu_qp_destroy(qp->qp);
 	keep = sr_async_settle_unmake(ctx, &qp->obj, (uintptr_t)ibqp, &qp->async, &ibqp->mutex,
 				      &ibqp->cond, &ibqp->events_completed);
 	if (qp->extended)
@@ -291,6 +357,7 @@ static int convert_send_wr(const struct ibv_send_wr *wr, enum ibv_qp_type type,
 		.invalidate_rkey = wr->invalidate_rkey,
 		.num_sge = wr->num_sge,
 		.sg_list = wr->sg_list,
+		.xrc_srqn = type == IBV_QPT_XRC_SEND ? wr->qp_type.xrc.remote_srqn : 0,
 	};
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:

@@ -33,11 +33,14 @@ struct mem_region;
  */
 enum sr_obj_type {
 	/* Released in the reverse of this order when a context closes with objects left. */
-	SR_OBJ_PD, SR_OBJ_CQ, SR_OBJ_AH, SR_OBJ_MR, SR_OBJ_MW, SR_OBJ_SRQ, SR_OBJ_QP,
+	SR_OBJ_PD, SR_OBJ_XRCD, SR_OBJ_CQ, SR_OBJ_AH, SR_OBJ_MR, SR_OBJ_MW, SR_OBJ_SRQ, SR_OBJ_QP,
 	SR_OBJ_TYPES
 };
 
 #define SR_OBJ_MAX_PARENTS	4	/* a QP: its PD, send CQ, receive CQ and SRQ */
+
+struct sr_xrc_domain;
+struct sr_xrc_tgt;
 
 struct sr_obj {
 	enum sr_obj_type type;
@@ -115,6 +118,13 @@ struct sr_mw {
 	struct sr_obj obj;
 };
 
+/* One ibv_open_xrcd(): a handle on an XRC domain, which handles of the process share (xrcd.c). */
+struct sr_xrcd {
+	struct verbs_xrcd vxrcd;
+	struct sr_obj obj;
+	struct sr_xrc_domain *domain;
+};
+
 struct sr_srq {
 	struct verbs_srq vsrq;
 	struct emu_srq *srq;
@@ -141,6 +151,9 @@ struct sr_qp {
 	bool extended;
 	struct sr_obj obj;
 	struct sr_event_count async;
+	/* An XRC target: the QP its handles share, and the next handle on it (xrcd.c). */
+	struct sr_xrc_tgt *tgt;
+	struct sr_qp *next_share;
 };
 
 static_assert(QP_EX_BUILDER_PLACED_BEFORE(struct sr_qp, wr_builder, vqp.qp_ex),
@@ -197,6 +210,16 @@ static inline struct sr_mw *to_sr_mw(struct ibv_mw *mw)
 	return (struct sr_mw *)mw;
 }
 
+static inline struct sr_xrcd *to_sr_xrcd(struct ibv_xrcd *xrcd)
+{
+	return (struct sr_xrcd *)((char *)xrcd - offsetof(struct sr_xrcd, vxrcd.xrcd));
+}
+
+static inline uint32_t sr_xrcd_handle(const struct ibv_xrcd *xrcd)
+{
+	return ((const struct verbs_xrcd *)xrcd)->handle;
+}
+
 static inline struct sr_srq *to_sr_srq(struct ibv_srq *srq)
 {
 	return (struct sr_srq *)((char *)srq - offsetof(struct sr_srq, vsrq.srq));
@@ -208,6 +231,9 @@ static inline struct sr_srq *to_sr_srq(struct ibv_srq *srq)
 #define SR_CQ_REF(cq)		SR_REF(to_sr_cq(cq), cq, SR_OBJ_CQ)
 #define SR_QP_REF(qp)		SR_REF(to_sr_qp(qp), qp, SR_OBJ_QP)
 #define SR_SRQ_REF(srq)		SR_REF(to_sr_srq(srq), srq, SR_OBJ_SRQ)
+/* An ibv_xrcd has no handle of its own: libibverbs' verbs_xrcd around it carries it. */
+#define SR_XRCD_REF(xrcd)	((struct sr_obj_ref){ &to_sr_xrcd(xrcd)->obj,		\
+						      sr_xrcd_handle(xrcd), SR_OBJ_XRCD })
 
 /* objects.c (the rules are at its top) */
 int sr_objects_init(struct sr_obj_table *t);
@@ -248,6 +274,7 @@ int sr_mr_teardown(struct sr_context *ctx, struct sr_mr *mr);
 int sr_mw_teardown(struct sr_context *ctx, struct sr_mw *mw);
 int sr_srq_teardown(struct sr_context *ctx, struct sr_srq *srq);
 int sr_qp_teardown(struct sr_context *ctx, struct sr_qp *qp);
+int sr_xrcd_teardown(struct sr_context *ctx, struct sr_xrcd *xrcd);
 
 /* events.c (the rules are at its top) */
 struct sr_event_pipe {
@@ -320,6 +347,7 @@ int sr_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 int sr_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *sr_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr);
 struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context,
 				  struct ibv_cq_init_attr_ex *attr);
 
@@ -330,6 +358,19 @@ int sr_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
 int sr_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int sr_destroy_srq(struct ibv_srq *srq);
 int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+int sr_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+
+/* xrcd.c: XRC domains, and the target QPs their handles share */
+struct ibv_xrcd *sr_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr);
+int sr_close_xrcd(struct ibv_xrcd *xrcd);
+/* The domain's identity in the engine (emu_qp_init.xrcd, emu_srq_init.xrcd): never 0. */
+uint32_t sr_xrcd_id(const struct sr_xrcd *xrcd);
+/* A new target QP qp (made on xrcd) becomes the domain's, with qp as its one handle. */
+int sr_xrc_tgt_add(struct sr_xrcd *xrcd, struct sr_qp *qp);
+/* ibv_open_qp: qp becomes another handle on the domain's target QP qp_num; 0 or EINVAL. */
+int sr_xrc_tgt_share(struct sr_xrcd *xrcd, uint32_t qp_num, struct sr_qp *qp);
+/* A handle goes: true if it was the last, and the emulated QP must be destroyed. */
+bool sr_xrc_tgt_leave(struct sr_qp *qp);
 
 /* pd_mr.c */
 struct ibv_pd *sr_alloc_pd(struct ibv_context *context);

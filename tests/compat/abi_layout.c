@@ -78,6 +78,11 @@ static void object_layout(void)
 	MEMBER(verbs_srq, xrcd);
 	MEMBER(verbs_srq, cq);
 	MEMBER(verbs_srq, srq_num);
+	SIZE(verbs_xrcd);
+	MEMBER(verbs_xrcd, xrcd);
+	MEMBER(verbs_xrcd, comp_mask);
+	MEMBER(verbs_xrcd, handle);
+	VALUE(VERBS_XRCD_HANDLE);
 }
 
 int main(void)

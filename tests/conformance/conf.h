@@ -33,7 +33,8 @@ struct conf_case {
 /* Each cases_*.c file's table, ended by an entry with a NULL name. */
 extern const struct conf_case conf_cases_mr[], conf_cases_access[], conf_cases_local[],
 	conf_cases_rc[], conf_cases_qp[], conf_cases_ud[], conf_cases_mw[],
-	conf_cases_uc_srq[], conf_cases_lifecycle[], conf_cases_limits[], conf_cases_mcast[];
+	conf_cases_uc_srq[], conf_cases_lifecycle[], conf_cases_limits[], conf_cases_mcast[],
+	conf_cases_xrc[];
 
 #define ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 		    IBV_ACCESS_REMOTE_ATOMIC)

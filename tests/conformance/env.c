@@ -140,7 +140,8 @@ int qp_to_rtr(struct conf_env *e, struct ibv_qp *qp, const struct qp_params *p,
 
 	if (p->type != IBV_QPT_UD)
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (p->type == IBV_QPT_RC)
+	/* Responder resources and the RNR timer: RC and XRC's target (the kernel's table). */
+	if (p->type == IBV_QPT_RC || p->type == IBV_QPT_XRC_RECV)
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	return ibv_modify_qp(qp, &attr, (mask | extra) & ~missing);
 }
@@ -158,7 +159,9 @@ int qp_to_rts(struct ibv_qp *qp, const struct qp_params *p, int extra, int missi
 	};
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 
-	if (p->type == IBV_QPT_RC)
+	if (p->type == IBV_QPT_XRC_RECV)
+		mask |= IBV_QP_TIMEOUT;
+	if (p->type == IBV_QPT_RC || p->type == IBV_QPT_XRC_SEND)
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
 	return ibv_modify_qp(qp, &attr, (mask | extra) & ~missing);

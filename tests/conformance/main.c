@@ -21,6 +21,7 @@ static const struct conf_case *const tables[] = {
 	conf_cases_mr, conf_cases_access, conf_cases_local, conf_cases_rc, conf_cases_qp,
 	conf_cases_ud, conf_cases_mw, conf_cases_uc_srq, conf_cases_lifecycle, conf_cases_limits,
 	conf_cases_mcast,
+	conf_cases_xrc,
 };
 
 static void run_case(const struct conf_case *c)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The fuzz harnesses' shared environment (fuzz_env.h). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "emu/srq.h"
 #include "fuzz_env.h"
 
 #define CANARY	0xa5
@@ -52,7 +54,7 @@ static void noop_cq_error(void *owner, struct emu_cq *cq)
 static struct emu_qp *make_qp(struct fuzz_env *env, enum ibv_qp_type type)
 {
 	struct emu_qp_init init = {
-		.type = type, .pd_handle = 1, .send_cq = env->cq, .recv_cq = env->cq,
+		.type = type, .pd_handle = 1, .send_cq = env->cq, .recv_cq = env->cq, .xrcd = 1,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
 			 .max_recv_sge = 4, .max_inline_data = 64 },
 		.async_fd = env->async_pipe[1],
@@ -97,6 +99,16 @@ struct fuzz_env *fuzz_env(void)
 	env.peer.sin6_addr.s6_addr[15] = 1;
 	env.rc = make_qp(&env, IBV_QPT_RC);
 	env.ud = make_qp(&env, IBV_QPT_UD);
+	env.xrc_tgt = make_qp(&env, IBV_QPT_XRC_RECV);	/* domain 1 */
+	for (uint32_t n = 1; n <= FUZZ_XRC_SRQS; n++) {
+		struct emu_srq_init srq = {
+			.pd_handle = 1, .xrcd = n, .cq = env.cq, .async_fd = env.async_pipe[1],
+			.attr = { .max_wr = 4, .max_sge = 1 },
+		};
+
+		if (emu_srq_create(env.engine, &srq, &env.xrc_srq[n]))
+			die("emu_srq_create");
+	}
 	return &env;
 }
 
@@ -124,6 +136,22 @@ uint8_t *fuzz_patch(struct fuzz_env *env, const struct emu_qp *qp, const uint8_t
 			p[i + 1] = (uint8_t)(key >> 16);
 			p[i + 2] = (uint8_t)(key >> 8);
 			p[i + 3] = (uint8_t)key;
+			i += 3;
+		} else if (p[i] == 0xff && p[i + 1] == 0xff && p[i + 2] == 0xfd) {
+			uint32_t qpn = env->xrc_tgt->qpn;
+
+			p[i] = (uint8_t)(qpn >> 16);
+			p[i + 1] = (uint8_t)(qpn >> 8);
+			p[i + 2] = (uint8_t)qpn;
+			i += 2;
+		} else if (i + 4 <= size && p[i] == 0xfe && p[i + 1] == 0xed && p[i + 2] == 1 &&
+			   p[i + 3] >= 1 && p[i + 3] <= FUZZ_XRC_SRQS) {
+			uint32_t srqn = emu_srq_num(env->xrc_srq[p[i + 3]]);
+
+			p[i] = 0;
+			p[i + 1] = (uint8_t)(srqn >> 16);
+			p[i + 2] = (uint8_t)(srqn >> 8);
+			p[i + 3] = (uint8_t)srqn;
 			i += 3;
 		}
 	}
@@ -159,22 +187,28 @@ static void post_receives(struct fuzz_env *env, struct emu_qp *qp)
 	}
 }
 
-void fuzz_ready_rc(struct fuzz_env *env)
+/* A connected QP (RC, or the XRC target) back to RESET and up to RTR, its peer's. */
+static void ready_responder(struct fuzz_env *env, struct emu_qp *qp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
 
-	modify(env->rc, &a, IBV_QP_STATE);
+	modify(qp, &a, IBV_QP_STATE);
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
 				  .qp_access_flags = layout[1].access };
-	modify(env->rc, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	a = (struct ibv_qp_attr){
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = FUZZ_PEER_QPN,
 		.rq_psn = 0, .max_dest_rd_atomic = 16, .min_rnr_timer = 1,
 		.ah_attr = { .is_global = 1, .port_num = 1 },
 	};
 	memcpy(a.ah_attr.grh.dgid.raw, &env->peer.sin6_addr, 16);
-	modify(env->rc, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+}
+
+void fuzz_ready_rc(struct fuzz_env *env)
+{
+	ready_responder(env, env->rc);
 	post_receives(env, env->rc);
 }
 
@@ -188,6 +222,34 @@ void fuzz_ready_requester(struct fuzz_env *env)
 	fuzz_ready_rc(env);
 	modify(env->rc, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Each SRQ holds two receives in region 4 at most: what an input used is given back. */
+static void post_srq_receives(struct fuzz_env *env)
+{
+	const struct mem_region *mr = env->mr[4];
+	uint8_t *base = page_of(env, 1) + layout[4].off;
+
+	for (int n = 1; n <= FUZZ_XRC_SRQS; n++)
+		for (int i = 0; i < 2; i++) {
+			struct ibv_sge sge = { .addr = (uintptr_t)base + i * 1024, .length = 1024,
+					       .lkey = mr->lkey };
+			struct ibv_recv_wr wr = { .wr_id = (uint64_t)(10 * n + i), .sg_list = &sge,
+						  .num_sge = 1 };
+			struct ibv_recv_wr *bad;
+			int ret = emu_srq_post_recv(env->xrc_srq[n], &wr, &bad);
+
+			if (ret == ENOMEM)
+				break;	/* full: the last input used none */
+			if (ret)
+				die("emu_srq_post_recv");
+		}
+}
+
+void fuzz_ready_xrc(struct fuzz_env *env)
+{
+	ready_responder(env, env->xrc_tgt);
+	post_srq_receives(env);
 }
 
 void fuzz_ready_ud(struct fuzz_env *env)
@@ -218,8 +280,9 @@ void fuzz_after(struct fuzz_env *env)
 				(unsigned long long)wc[i].wr_id, wc[i].status, wc[i].opcode,
 				wc[i].byte_len);
 	if (verbose)
-		fprintf(stderr, "fuzz: RC QP %s, UD QP %s, region 1 starts %02x %02x %02x\n",
+		fprintf(stderr, "fuzz: RC QP %s, UD QP %s, XRC target %s, region 1 starts %02x %02x %02x\n",
 			qp_state_name(env->rc->state), qp_state_name(env->ud->state),
+			qp_state_name(env->xrc_tgt->state),
 			page_of(env, 0)[512], page_of(env, 0)[513], page_of(env, 0)[514]);
 	while (read(env->async_pipe[0], events, sizeof(events)) > 0)
 		;

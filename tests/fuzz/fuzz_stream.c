@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer: an RC stream as a peer sends it, hello first, then frames, into the real
- * engine's stream reader and responder against registered memory (fuzz_env.h). The hello's
+ * engine's stream reader and responder against registered memory (fuzz_env.h); or an XRC
+ * one, to the XRC target, when the hello names that (its requests name SRQs by XRCETH). The hello's
  * claim is believed, as the peer's engine would confirm it (emu/handshake.c). The bytes
  * arrive through a socketpair whose far end is closed after them, and the engine thread
  * reads them in one engine_call_sync(), so each input is finished when the call returns.
@@ -34,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fuzz_env *env = fuzz_env();
 
 	fuzz_ready_rc(env);
+	fuzz_ready_xrc(env);
 	fuzz_feed_stream(env, data, size, feed_on_engine);
 	return 0;
 }

@@ -13,7 +13,12 @@
 #include "fuzz_env.h"
 
 #define QPN_HOLDER	0xfffffeu
+#define XRC_QPN_HOLDER	0xfffffdu
 #define KEY(n)		(0xfeed0000u | (n))
+#define SRQN(n)		(0xfeed0100u | (n))	/* XRCETH: written as 24 bits, patched as 32 */
+
+static uint32_t dst_qpn = QPN_HOLDER;	/* XRC seeds name the XRC target */
+static uint32_t srqn;
 
 static uint8_t buf[65536];
 static size_t len;
@@ -23,7 +28,7 @@ static void hello(void)
 	struct wire_hello h = {
 		.magic = htonl(WIRE_MAGIC), .version = htons(WIRE_VERSION),
 		.length = htons(sizeof(h)), .kind = HELLO_STREAM, .src_qpn = htonl(FUZZ_PEER_QPN),
-		.dst_qpn = htonl(QPN_HOLDER),
+		.dst_qpn = htonl(dst_qpn),
 		.src_gid = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 },
 	};
 
@@ -47,13 +52,20 @@ static void frame(uint8_t opcode, uint32_t psn, uint64_t va, uint32_t rkey, uint
 		  uint32_t payload)
 {
 	struct wire_packet p = {
-		.opcode = opcode, .qpn = QPN_HOLDER, .psn = psn, .ack_req = true, .va = va,
+		.opcode = opcode, .qpn = dst_qpn, .psn = psn, .ack_req = true, .va = va,
 		.rkey = rkey, .dma_len = dma_len, .payload_len = payload, .swap_add = 1,
 		.compare = 0, .imm = htonl(0x1234), .inv_rkey = KEY(1), .qkey = FUZZ_QKEY,
-		.src_qp = FUZZ_PEER_QPN,
+		.src_qp = FUZZ_PEER_QPN, .srqn = srqn,
 	};
+	size_t at = len;
 
 	len += wire_build(buf + len, &p);
+	/* The XRCETH's 24 bits cannot hold the 32-bit placeholder: it is written whole. */
+	if (wire_opcodes[opcode].flags & HDR_XRCETH) {
+		uint32_t holder = htonl(srqn);
+
+		memcpy(buf + at + 4 + wire_opcodes[opcode].off_xrceth, &holder, 4);
+	}
 	for (uint32_t i = 0; i < payload; i++)
 		buf[len++] = (uint8_t)(i * 7 + 1);
 }
@@ -138,6 +150,31 @@ int main(int argc, char **argv)
 	frame(OP_RC_WRITE_ONLY_IMM, 0, r1, KEY(1), 32, 32);
 	frame(OP_RC_SEND_ONLY_INV, 1, 0, 0, 0, 16);
 	save(stream, "imm_inv");
+
+	/* XRC: to the target, each request naming SRQ 1 (its domain) or 2 (another's). */
+	dst_qpn = XRC_QPN_HOLDER;
+	srqn = SRQN(1);
+	hello();
+	frame(OP_XRC_SEND_ONLY, 0, 0, 0, 0, 100);
+	frame(OP_XRC_SEND_ONLY_IMM, 1, 0, 0, 0, 8);
+	frame(OP_XRC_SEND_ONLY, 2, 0, 0, 0, 100);	/* no receive left: RNR */
+	save(stream, "xrc_sends");
+	hello();
+	frame(OP_XRC_WRITE_ONLY, 0, r1, KEY(1), 64, 64);
+	frame(OP_XRC_READ_REQUEST, 1, r1, KEY(1), 256, 0);
+	frame(OP_XRC_FETCH_ADD, 2, r1, KEY(1), 0, 0);
+	frame(OP_XRC_WRITE_ONLY, 3, r3, KEY(3), 16, 16);	/* not the SRQ's PD: NAK */
+	save(stream, "xrc_rdma");
+	hello();
+	srqn = SRQN(2);
+	frame(OP_XRC_SEND_ONLY, 0, 0, 0, 0, 16);	/* another domain's SRQ: NAK */
+	save(stream, "xrc_foreign_srq");
+	hello();
+	srqn = 0x00abcdefu;
+	frame(OP_XRC_WRITE_ONLY, 0, r1, KEY(1), 16, 16);	/* no such SRQ: NAK */
+	save(stream, "xrc_unknown_srq");
+	dst_qpn = QPN_HOLDER;
+	srqn = 0;
 
 	len = 0;
 	frame(OP_UD_SEND_ONLY, 0, 0, 0, 0, 64);

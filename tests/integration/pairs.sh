@@ -55,14 +55,17 @@ perftest_fault() {
 #   server_stays=1  the server serves until it is killed (cmtime): it must still run when the
 #                   client is done, and is then stopped;
 #   uses_device=0   the programs never open the device (rsockets are kernel TCP sockets);
-#   perftest_retry=1  a run that failed only for perftest's own faults returns 2.
+#   perftest_retry=1  a run that failed only for perftest's own faults returns 2;
+#   in_env=1        both run in the test's own device tree (env_counters.sh's `softrdma env`),
+#                   not each under `softrdma run`, so the run's port counters add up there.
 run_pair() {
-	local label=$1 srv=() cli=() spid cpid srv_rc cli_rc i side stopped=0 why note=""
+	local label=$1 srv=() cli=() spid cpid srv_rc cli_rc i side stopped=0 why note="" via=()
 	shift
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
-	timeout -k 5 60 "${srv_in[@]}" "$SOFTRDMA" run -- "${srv[@]}" >"$logs/server" 2>&1 &
+	[ "${in_env:-0}" = 1 ] || via=("$SOFTRDMA" run --)
+	timeout -k 5 60 "${srv_in[@]}" "${via[@]}" "${srv[@]}" >"$logs/server" 2>&1 &
 	spid=$!
 	bg_pids=("$spid")
 	for ((i = 0; i < 100; i++)); do
@@ -77,7 +80,7 @@ run_pair() {
 		srv_out="" cli_out="" bg_pids=()
 		return 1
 	fi
-	timeout -k 5 60 "${cli_in[@]}" "$SOFTRDMA" run -- "${cli[@]}" >"$logs/client" 2>&1 &
+	timeout -k 5 60 "${cli_in[@]}" "${via[@]}" "${cli[@]}" >"$logs/client" 2>&1 &
 	cpid=$!
 	bg_pids+=("$cpid")
 	wait "$cpid"; cli_rc=$?

@@ -43,12 +43,15 @@ case_ucmatose() {
 	both "$label" '^return status 0$'
 }
 
-# case_rdma_server SERVER CLIENT ADDRESS: rdma_server / rdma_client, or rdma_xserver /
-# rdma_xclient (rdma_create_ep, rdma_get_request; synchronous ids).
+# case_rdma_server SERVER CLIENT ADDRESS [OPTION...]: rdma_server / rdma_client, or
+# rdma_xserver / rdma_xclient (rdma_create_ep, rdma_get_request; synchronous ids), with the
+# options given to both (rdma_x*'s "-c x": XRC, an XRC SRQ whose number the REP carries).
 case_rdma_server() {
-	local label="$engine $1/$2" addr=$3
+	local label="$engine $1/$2${4:+ $4 $5}" addr=$3 srv=$1 cli=$2
+	shift 3
 	next_port || return 1
-	run_pair "$label" "$1" -p "$port" -- "$2" -s "$addr" -p "$port" || return 1
+	run_pair "$label" "$srv" -p "$port" "$@" -- "$cli" -s "$addr" -p "$port" "$@" || return 1
+	set -- "$srv" "$cli"
 	expect_contains "$label: server end 0" "$srv_out" "^$1: end 0\$"
 	expect_contains "$label: client end 0" "$cli_out" "^$2: end 0\$"
 }

@@ -1,8 +1,8 @@
 # Packet capture (docs/observability.md): unmodified programs under `softrdma run` with
 # SOFTRDMA_PCAP (as --pcap exports it); each process writes its own pcapng file,
 # `softrdma pcap-merge` merges them, and Wireshark's InfiniBand dissector (tshark) must
-# decode what the device did: the opcodes of RDMA WRITE, READ, atomics, SEND and UD SEND,
-# the RETH of a refused write with its rkey, and the NAK's syndrome.
+# decode what the device did: the opcodes of RDMA WRITE, READ, atomics, SEND, UD SEND and
+# XRC SEND, the RETH of a refused write with its rkey, and the NAK's syndrome.
 . "$(dirname "$0")/lib.sh"
 
 command -v tshark >/dev/null || { fail "tshark is not installed (build.sh installs it)"; finish; }
@@ -117,6 +117,21 @@ if perftest_pair "ib_send_bw -c UD" ib_send_bw -c UD -s 64 -n $n; then
 	expect_clean "ib_send_bw -c UD"
 	expect_count "ib_send_bw -c UD" "infiniband.bth.opcode == 100 && infiniband.deth.srcqp && data.len == 64" $n
 	expect_count "ib_send_bw -c UD comments" "frame.comment contains \"datagram\"" $n
+fi
+
+# XRC: ibv_xsrq_pingpong's SENDs carry an XRCETH (opcode 0xa4) and are acknowledged with
+# XRC ACKs (0xb1). bookworm's Wireshark names no XRC opcode ("Unknown OpCode") and so does
+# not decode the XRCETH, but the BTH and the frames must still be whole RoCE v2 packets.
+[ -e /tmp/xrc_domain ] || at_exit 'rm -f /tmp/xrc_domain'
+capture xrc
+next_port
+if run_pair "ibv_xsrq_pingpong" ibv_xsrq_pingpong -g 0 -p "$port" -n $n -- \
+	ibv_xsrq_pingpong -g 0 -p "$port" -n $n localhost; then
+	merged "ibv_xsrq_pingpong"
+	expect_clean "ibv_xsrq_pingpong"
+	# Each side's n SENDs of 4096 bytes, seen by the sender and the receiver.
+	expect_count "ibv_xsrq_pingpong SENDs" "infiniband.bth.opcode == 164 && udp.length == 4124" $((4 * n))
+	expect_count "ibv_xsrq_pingpong ACKs" "infiniband.bth.opcode == 177" 2
 fi
 
 # A refused write: the rdma_reg_write demo's client writes into buffer B, which the server

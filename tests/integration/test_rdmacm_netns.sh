@@ -1,7 +1,7 @@
 # Debian's unmodified rdma_cm programs between two network namespaces joined by a veth pair,
 # through the drop-in librdmacm: the client in one namespace dials the server's veth address
 # in the other. rping (IPv4 and IPv6), ucmatose, rdma_server/rdma_client,
-# rdma_xserver/rdma_xclient, udaddy (UD), rstream and riostream (rsockets), cmtime, and
+# rdma_xserver/rdma_xclient (RC and XRC), udaddy (UD), rstream and riostream (rsockets), cmtime, and
 # perftest's rdma_cm mode (-R). Everything on the io_uring engine, the quick ones on epoll too.
 . "$(dirname "$0")/lib.sh"
 
@@ -17,6 +17,7 @@ for engine in uring epoll; do
 	case_ucmatose "$ip_srv"
 	case_rdma_server rdma_server rdma_client "$ip_srv"
 	case_rdma_server rdma_xserver rdma_xclient "$ip_srv"
+	case_rdma_server rdma_xserver rdma_xclient "$ip_srv" -c x
 	case_udaddy "$ip_srv"
 	case_cmtime "$ip_srv"
 	case_rsocket rstream "$ip_srv" lat

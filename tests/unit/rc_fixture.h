@@ -163,7 +163,8 @@ int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 uint64_t rc_port_counter(const char *name);
 
 uint64_t rc_now_ms(void);
-/* Reads n bytes from fd within RC_WAIT_MS: false if they did not all come (EOF, error, time). */
+/* Reads exactly n bytes from fd (a pipe to a child) within RC_WAIT_MS; false on timeout,
+ * EOF or error. Uses no cmocka: a forked child may call it. */
 bool rc_read_within(int fd, void *buf, size_t n);
 const char *rc_state_name(enum ibv_qp_state s);
 

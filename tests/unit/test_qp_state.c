@@ -15,7 +15,9 @@
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
-static const enum ibv_qp_type qp_types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+static const enum ibv_qp_type qp_types[] = {
+	IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
+};
 
 /* Masks besides IBV_QP_STATE; a (cur, next, type) absent from the list is illegal. */
 struct transition_spec {
@@ -29,6 +31,8 @@ struct transition_spec {
 #define RC	IBV_QPT_RC
 #define UC	IBV_QPT_UC
 #define UD	IBV_QPT_UD
+#define INI	IBV_QPT_XRC_SEND
+#define TGT	IBV_QPT_XRC_RECV
 
 /* What RESET -> INIT sets and INIT -> INIT may change again. */
 #define CONNECTED_INIT	(IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
@@ -91,6 +95,48 @@ static const struct transition_spec spec[] = {
 	{ IBV_QPS_SQE, IBV_QPS_RTS, RC, 0, 0 },
 	{ IBV_QPS_SQE, IBV_QPS_RTS, UC, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS },
 	{ IBV_QPS_SQE, IBV_QPS_RTS, UD, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY },
+
+	/* XRC (the kernel's rows for IB_QPT_XRC_INI and IB_QPT_XRC_TGT). */
+	{ IBV_QPS_RESET, IBV_QPS_INIT, INI, CONNECTED_INIT, 0 },
+	{ IBV_QPS_RESET, IBV_QPS_INIT, TGT, CONNECTED_INIT, 0 },
+	{ IBV_QPS_INIT, IBV_QPS_INIT, INI, 0, CONNECTED_INIT },
+	{ IBV_QPS_INIT, IBV_QPS_INIT, TGT, 0, CONNECTED_INIT },
+	{ IBV_QPS_INIT, IBV_QPS_RTR, INI,
+	  IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+	  IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX },
+	{ IBV_QPS_INIT, IBV_QPS_RTR, TGT,
+	  IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+	  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+	  IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX },
+	{ IBV_QPS_RTR, IBV_QPS_RTS, INI,
+	  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+	  IBV_QP_MAX_QP_RD_ATOMIC,
+	  IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE },
+	{ IBV_QPS_RTR, IBV_QPS_RTS, TGT, IBV_QP_TIMEOUT | IBV_QP_SQ_PSN,
+	  IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |
+	  IBV_QP_PATH_MIG_STATE },
+	{ IBV_QPS_RTS, IBV_QPS_RTS, INI, 0,
+	  IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE },
+	{ IBV_QPS_RTS, IBV_QPS_RTS, TGT, 0,
+	  IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
+	  IBV_QP_MIN_RNR_TIMER },
+	{ IBV_QPS_RTS, IBV_QPS_SQD, INI, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY },
+	{ IBV_QPS_RTS, IBV_QPS_SQD, TGT, 0, IBV_QP_EN_SQD_ASYNC_NOTIFY },
+	{ IBV_QPS_SQD, IBV_QPS_RTS, INI, 0,
+	  IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE },
+	{ IBV_QPS_SQD, IBV_QPS_RTS, TGT, 0,
+	  IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |
+	  IBV_QP_PATH_MIG_STATE },
+	{ IBV_QPS_SQD, IBV_QPS_SQD, INI, 0,
+	  IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+	  IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+	  IBV_QP_PATH_MIG_STATE },
+	{ IBV_QPS_SQD, IBV_QPS_SQD, TGT, 0,
+	  IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_MAX_DEST_RD_ATOMIC |
+	  IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER |
+	  IBV_QP_PATH_MIG_STATE },
+	{ IBV_QPS_SQE, IBV_QPS_RTS, INI, 0, 0 },
+	{ IBV_QPS_SQE, IBV_QPS_RTS, TGT, 0, 0 },
 };
 
 /* Teardown, the same for every type: no attributes, and never RESET -> ERR. */
@@ -153,6 +199,13 @@ static void test_ud_legal_transitions_with_required_mask(void **state)
 {
 	(void)state;
 	check_required_masks(IBV_QPT_UD);
+}
+
+static void test_xrc_legal_transitions_with_required_mask(void **state)
+{
+	(void)state;
+	check_required_masks(IBV_QPT_XRC_SEND);
+	check_required_masks(IBV_QPT_XRC_RECV);
 }
 
 static void test_required_bit_removed_fails(void **state)
@@ -304,7 +357,7 @@ static void test_without_state_bit_the_qp_stays(void **state)
 static void test_unsupported_qp_types_fail(void **state)
 {
 	static const enum ibv_qp_type others[] = {
-		IBV_QPT_RAW_PACKET, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV, IBV_QPT_DRIVER, 0, 1,
+		IBV_QPT_RAW_PACKET, IBV_QPT_DRIVER, 0, 1,
 	};
 	size_t i;
 
@@ -516,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_rc_legal_transitions_with_required_mask),
 		cmocka_unit_test(test_uc_legal_transitions_with_required_mask),
 		cmocka_unit_test(test_ud_legal_transitions_with_required_mask),
+		cmocka_unit_test(test_xrc_legal_transitions_with_required_mask),
 		cmocka_unit_test(test_required_bit_removed_fails),
 		cmocka_unit_test(test_optional_bits_accepted),
 		cmocka_unit_test(test_extra_bit_fails),

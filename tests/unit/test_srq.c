@@ -236,8 +236,12 @@ static void test_create_srq_ex_basic_only(void **state)
 	assert_ptr_equal(srq->pd, env->pd);
 	assert_ptr_equal(srq->srq_context, &ex);
 	assert_int_equal(ibv_destroy_srq(srq), 0);
-	/* XRC and tag matching are not built. */
+	/* An XRC SRQ needs its domain (test_xrc has the rest); tag matching is not built. */
 	ex.srq_type = IBV_SRQT_XRC;
+	errno = 0;
+	assert_null(ibv_create_srq_ex(env->ctx, &ex));
+	assert_int_equal(errno, EINVAL);
+	ex.srq_type = IBV_SRQT_TM;
 	errno = 0;
 	assert_null(ibv_create_srq_ex(env->ctx, &ex));
 	assert_int_equal(errno, EOPNOTSUPP);
