@@ -5,8 +5,9 @@
  * qp.c (state, queues, errors and flushes), srq.c (receive queues, shared or a QP's own),
  * requester.c, responder.c and completer.c (the IBTA's division of RC, which UC shares).
  *
- * Locking order: engine->lock, then qp->lock, then one of conn->tx_lock, an SRQ's lock or the
- * key table's lock (emu/mr.c), then a CQ's lock.
+ * Locking order (docs/locking.md has every lock and the whole drawing): qp->lock, then one
+ * of conn->tx_lock, an SRQ's lock or the key table's lock (emu/mr.c), then a CQ's lock.
+ * engine->lock is a leaf: the engine drops it before it locks a QP.
  */
 #ifndef SOFTRDMA_EMU_INTERNAL_H
 #define SOFTRDMA_EMU_INTERNAL_H
