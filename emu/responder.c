@@ -13,6 +13,7 @@
 #include "emu/counters.h"
 #include "emu/internal.h"
 #include "emu/log.h"
+#include "emu/srq.h"
 
 /*
  * The PD a request's memory is checked against: the QP's, or for an XRC target, which has
@@ -213,6 +214,23 @@ static void aim_sink(struct emu_qp *qp, const struct wire_packet *pkt, struct rx
 }
 
 /*
+ * The receive a request that consumes one lands in. A receive still held from a message
+ * cut off with its stream (begin and end pair up on a live one) is the one: RC's
+ * retransmission of that message, or UC's next message, lands in it, as rxe keeps
+ * resp.wqe. Taking another would lose it: never completed, never flushed. need: as
+ * qp_take_recv() (0: any size; the caller checks).
+ */
+static bool take_or_keep_recv(struct emu_qp *qp, uint64_t need)
+{
+	if (qp->resp.have_cur_recv)
+		return need <= sge_total_length(qp->resp.cur_recv.sge, qp->resp.cur_recv.num_sge);
+	if (qp_take_recv(qp, need, &qp->resp.cur_recv) != RECV_TAKEN)
+		return false;
+	qp->resp.have_cur_recv = true;
+	return true;
+}
+
+/*
  * UC: nothing is acknowledged, so what cannot be placed (no right, bad key or range, no
  * receive, a receive too small) is dropped silently, before any receive is taken, and the
  * requester never knows (IBTA class D; rxe's drop_msg).
@@ -226,12 +244,9 @@ static void uc_begin(struct emu_qp *qp, const struct wire_packet *pkt, struct rx
 	if (is_write(pkt->opcode) &&
 	    (check_remote(qp, pkt) != MEM_ACCESS_OK || pkt->payload_len != pkt->dma_len))
 		return;
-	if (wire_opcodes[pkt->opcode].flags & OPF_RECV_WQE) {
-		if (qp_take_recv(qp, need, &qp->resp.cur_recv) != RECV_TAKEN) {
-			qp_counter_add(&qp->counters, EMU_CNT_OUT_OF_BUFFER, 1);
-			return;
-		}
-		qp->resp.have_cur_recv = true;
+	if ((wire_opcodes[pkt->opcode].flags & OPF_RECV_WQE) && !take_or_keep_recv(qp, need)) {
+		qp_counter_add(&qp->counters, EMU_CNT_OUT_OF_BUFFER, 1);
+		return;
 	}
 	qp->resp.verdict = RESP_EXECUTE;
 	aim_sink(qp, pkt, sink);
@@ -248,9 +263,13 @@ static bool xrc_begin(struct emu_qp *qp, const struct wire_packet *pkt)
 {
 	/*
 	 * A receive still held here was cut off with its stream (begin and end pair up on a
-	 * live one): RC takes a new one over it and so does this, from the SRQ the new
-	 * request names, never from the old request's.
+	 * live one). The resent request names the same SRQ and lands in it, as RC's does
+	 * (take_or_keep_recv); a request naming another SRQ never gets the old one's receive
+	 * or PD: the held receive is let go (only a peer that lies loses one this way).
 	 */
+	if (qp->resp.have_cur_recv && qp->resp.xrc_srq &&
+	    emu_srq_num(qp->resp.xrc_srq) == pkt->srqn)
+		return true;
 	qp->resp.have_cur_recv = false;
 	if (qp->resp.xrc_srq)
 		srq_put(qp->resp.xrc_srq);
@@ -330,12 +349,9 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 		refuse(qp, NAK_INVALID_REQUEST, MEM_ACCESS_OK);
 		return;
 	}
-	if (flags & OPF_RECV_WQE) {
-		if (qp_take_recv(qp, 0, &qp->resp.cur_recv) != RECV_TAKEN) {
-			qp->resp.verdict = RESP_RNR;
-			return;
-		}
-		qp->resp.have_cur_recv = true;
+	if ((flags & OPF_RECV_WQE) && !take_or_keep_recv(qp, 0)) {
+		qp->resp.verdict = RESP_RNR;
+		return;
 	}
 	if (r != MEM_ACCESS_OK) {
 		refuse(qp, nak_for(r), r);

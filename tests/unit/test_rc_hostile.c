@@ -244,6 +244,46 @@ static void test_truncated_frame_touches_only_the_named_range(void **state)
 	assert_int_equal(rc_state(h.env->b.qp), IBV_QPS_RTS);
 }
 
+/*
+ * A SEND cut off with its stream keeps the receive it had taken: the resent SEND (the same
+ * PSN, on the next stream) lands in that receive, and the one posted after it stays
+ * posted, as rxe keeps resp.wqe. Taking a second one would lose the first: never
+ * completed, never flushed.
+ */
+static void test_send_cut_off_keeps_its_receive(void **state)
+{
+	struct rc_env *env = *state;
+	struct wire_packet pkt = { .opcode = OP_RC_SEND_ONLY, .ack_req = true, .payload_len = 2000 };
+	struct wire_packet resp;
+	struct rc_buf *rbuf;
+	struct ibv_mr *rmr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct hostile h;
+
+	open_victim(env, &h);
+	rbuf = rc_alloc(env, 2 * 4096);
+	rmr = rc_reg(env, env->pd, rbuf->p, 2 * 4096, RC_ACCESS_ALL);
+	sge = rc_sge(rbuf->p, 4096, rmr);
+	rc_post_recv(env->b.qp, 1, &sge, 1);
+	sge = rc_sge(rbuf->p + 4096, 4096, rmr);
+	rc_post_recv(env->b.qp, 2, &sge, 1);
+	hostile_send_request(&h, &pkt, 300);	/* promises 2000 bytes, sends 300, hangs up */
+	close(h.fd);
+	h.fd = hostile_open_stream(&h, h.qpn);
+	hostile_answer_question(&h, VERDICT_MINE);
+	hostile_send_request(&h, &pkt, 2000);	/* the requester's retransmission */
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.opcode, OP_RC_ACK);
+	rc_expect_wc(env->b.rcq, 1, IBV_WC_SUCCESS, &wc);
+	assert_int_equal(wc.byte_len, 2000);
+	for (size_t i = 0; i < 2000; i++)
+		assert_int_equal(rbuf->p[i], 0xee);
+	rc_expect_no_wc(env->b.rcq, RC_QUIET_MS);
+	assert_int_equal(rc_state(env->b.qp), IBV_QPS_RTS);
+	hostile_close(&h);
+}
+
 static void test_garbage_hello_is_hung_up_on(void **state)
 {
 	struct rc_env *env = *state;
@@ -297,6 +337,8 @@ int main(void)
 						rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_frame_touches_only_the_named_range,
 						rc_setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(test_send_cut_off_keeps_its_receive, rc_setup,
+						rc_teardown),
 		cmocka_unit_test_setup_teardown(test_garbage_hello_is_hung_up_on, rc_setup,
 						rc_teardown),
 	};
