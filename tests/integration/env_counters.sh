@@ -1,9 +1,11 @@
 # Shared by the tests of middleware (test_ucx, test_mpi): one run's device tree (`softrdma
 # env`) for every process of the test, so that the port counters, summed over the run's
 # processes and kept after they exit, show what crossed softrdma0. Source after lib.sh and
-# pairs.sh (whose scratch TMPDIR takes the tree with it).
+# pairs.sh (whose scratch TMPDIR takes the tree with it). A test whose processes run in a
+# namespace sets env_in to the prefix that enters it (pairs.sh's srv_in) first, so that the
+# tree is made there (its GID table: that namespace's addresses).
 unset SOFTRDMA_VERBOSE
-eval "$("$SOFTRDMA" env)" || { fail "softrdma env"; finish; }
+eval "$(${env_in+"${env_in[@]}"} "$SOFTRDMA" env)" || { fail "softrdma env"; finish; }
 cleanup_dirs+=("$SYSFS_PATH")	# made in $XDG_RUNTIME_DIR when that is set; goes last at exit
 port_counters=$SYSFS_PATH/class/infiniband/softrdma0/ports/1/counters
 

@@ -11,21 +11,32 @@
 # (vrb_getifaddrs skips IFF_LOOPBACK), as on rxe, which is never attached to lo. Its
 # server then binds "localhost", which softrdma0's GID table has (loopback is always
 # attached; a RoCE NIC's has not, and libfabric falls back to the interface's address),
-# and names 127.0.0.1 to its client: so the client runs beside it.
+# and names 127.0.0.1 to its client: so the client runs beside it. Both run in one device
+# tree made in that namespace (env_counters.sh), whose port counters show the bytes crossed
+# softrdma0.
 . "$(dirname "$0")/lib.sh"
 
 . "$(dirname "$0")/netns.sh"
 netns_setup fab
 cli_in=("${srv_in[@]}") where_cli=$where_srv
 . "$(dirname "$0")/pairs.sh"
+env_in=("${srv_in[@]}")
+. "$(dirname "$0")/env_counters.sh"
+export SOFTRDMA_VERBOSE=1	# each side says which engine it started (env_counters unsets it)
+in_env=1
 
 iters=100
+# Every size of the table below once per iteration, each way (a ping-pong): the payload
+# alone, the least that must cross.
+min_bytes=$((2 * iters * (64 + 256 + 1024 + 4096 + 65536 + 1048576)))
 case_pingpong() {
-	local label=$1 size side row
+	local label=$1 size side row before
 	shift
 	next_port || return 1
+	before=$(bytes_sent)
 	run_pair "$label" fi_pingpong "$@" -c -I $iters -B "$port" -- \
 		fi_pingpong "$@" -c -I $iters -P "$port" 127.0.0.1 || return 1
+	crossed_device "$label" "$before" $min_bytes
 	for side in server client; do
 		expect_contains "$label: $side: table" "$(side_out $side)" \
 			'^bytes +#sent +#ack +total +time +MB/sec +usec/xfer +Mxfers/sec$'
