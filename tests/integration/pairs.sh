@@ -24,6 +24,18 @@ next_port() {
 	return 1
 }
 
+# server_listens [PID]: waits until a TCP socket on the server's side listens on $port, for
+# 10 s at most (less once PID, the server's wrapper, has exited), and says whether one does.
+server_listens() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(srv_ss -ltnH "sport = :$port")" ] && return 0
+		[ -z "${1:-}" ] || kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -n "$(srv_ss -ltnH "sport = :$port")" ]
+}
+
 # perftest_fault: succeeds, saying what happened, when the last pair failed only for one of
 # perftest's own faults, which a second run does not meet:
 # - it samples its cycle counter against gettimeofday after the run and gives up when the
@@ -59,7 +71,7 @@ perftest_fault() {
 #   in_env=1        both run in the test's own device tree (env_counters.sh's `softrdma env`),
 #                   not each under `softrdma run`, so the run's port counters add up there.
 run_pair() {
-	local label=$1 srv=() cli=() spid cpid srv_rc cli_rc i side stopped=0 why note="" via=()
+	local label=$1 srv=() cli=() spid cpid srv_rc cli_rc side stopped=0 why note="" via=()
 	shift
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
@@ -68,12 +80,7 @@ run_pair() {
 	timeout -k 5 60 "${srv_in[@]}" "${via[@]}" "${srv[@]}" >"$logs/server" 2>&1 &
 	spid=$!
 	bg_pids=("$spid")
-	for ((i = 0; i < 100; i++)); do
-		[ -n "$(srv_ss -ltnH "sport = :$port")" ] && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [ -z "$(srv_ss -ltnH "sport = :$port")" ]; then
+	if ! server_listens "$spid"; then
 		kill "$spid" 2>/dev/null; wait "$spid"; srv_rc=$?
 		fail "$label: server not listening on port $port after 10 s (exit $srv_rc): ${srv[*]}"
 		sed 's/^/  server| /' "$logs/server" >&2
