@@ -752,9 +752,6 @@ static void test_retry_exceeded_when_peer_in_err(void **state)
 	assert_int_equal(rc_state(env->a.qp), IBV_QPS_ERR);
 }
 
-#define T(name)								\
-	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	struct case_list l = { 0 };
@@ -765,19 +762,19 @@ int main(void)
 	/* Forks too: the first test's engine has stopped with its last context. */
 	case_add(&l, (struct CMUnitTest)cmocka_unit_test_setup_teardown(
 			     test_stopped_peer_answers_late, NULL, rc_teardown_child));
-	case_add(&l, T(retry_exceeded_when_peer_in_err));
-	case_add(&l, T(legal_path_with_exact_masks));
-	case_add(&l, T(init_requires_its_mask));
-	case_add(&l, T(rtr_requires_its_mask));
-	case_add(&l, T(rts_requires_its_mask));
-	case_add(&l, T(extra_mask_bits_refused));
+	case_add(&l, RC_TEST(retry_exceeded_when_peer_in_err));
+	case_add(&l, RC_TEST(legal_path_with_exact_masks));
+	case_add(&l, RC_TEST(init_requires_its_mask));
+	case_add(&l, RC_TEST(rtr_requires_its_mask));
+	case_add(&l, RC_TEST(rts_requires_its_mask));
+	case_add(&l, RC_TEST(extra_mask_bits_refused));
 	CASE_TABLE(&l, run_illegal, rc_setup, rc_teardown, illegal);
-	case_add(&l, T(post_send_before_rts_einval));
-	case_add(&l, T(post_recv_in_reset_einval));
-	case_add(&l, T(reset_from_rts_then_reuse));
-	case_add(&l, T(reset_from_err_then_reuse));
-	case_add(&l, T(reset_from_init_and_rtr));
-	case_add(&l, T(query_reports_what_was_set));
-	case_add(&l, T(psn_truncated_to_24_bits));
+	case_add(&l, RC_TEST(post_send_before_rts_einval));
+	case_add(&l, RC_TEST(post_recv_in_reset_einval));
+	case_add(&l, RC_TEST(reset_from_rts_then_reuse));
+	case_add(&l, RC_TEST(reset_from_err_then_reuse));
+	case_add(&l, RC_TEST(reset_from_init_and_rtr));
+	case_add(&l, RC_TEST(query_reports_what_was_set));
+	case_add(&l, RC_TEST(psn_truncated_to_24_bits));
 	return case_run(&l);
 }

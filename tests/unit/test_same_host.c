@@ -218,20 +218,18 @@ static void test_small_payloads_cross_tcp(void **state)
 	expect_payloads(&s, 1);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(write_lands_exactly_in_range),
-		T(write_with_bad_rkey_is_refused),
-		T(write_one_byte_past_the_region_is_refused),
-		T(write_without_remote_write_right_is_refused),
-		T(send_gathers_and_scatters),
-		T(send_into_too_small_receive),
-		T(source_gone_before_it_is_read),
-		T(switched_off_payloads_cross_tcp),
-		T(small_payloads_cross_tcp),
+		RC_TEST(write_lands_exactly_in_range),
+		RC_TEST(write_with_bad_rkey_is_refused),
+		RC_TEST(write_one_byte_past_the_region_is_refused),
+		RC_TEST(write_without_remote_write_right_is_refused),
+		RC_TEST(send_gathers_and_scatters),
+		RC_TEST(send_into_too_small_receive),
+		RC_TEST(source_gone_before_it_is_read),
+		RC_TEST(switched_off_payloads_cross_tcp),
+		RC_TEST(small_payloads_cross_tcp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
