@@ -1,5 +1,6 @@
 # Shared by the tests that run a server and a client program over the soft device: a scratch
-# directory for their logs, next_port (a free port on the server's side), and run_pair.
+# directory for their logs, next_port (a free port on the server's side), server_listens (a
+# wait for the server to listen on it), and run_pair.
 # Source after lib.sh (and after netns.sh's netns_setup for two namespaces). The caller sets
 # $engine (uring or epoll) before run_pair, and may set
 #   srv_in cli_in  arrays: the prefix that runs a command on the server's or the client's
