@@ -236,20 +236,27 @@ int sr_obj_swap_parent(struct sr_context *ctx, struct sr_obj *o, struct sr_obj *
 	return ret;
 }
 
-void sr_obj_keep(struct sr_context *ctx, struct sr_obj *o)
-{
-	pthread_mutex_lock(&ctx->objects.lock);
-	o->next_kept = ctx->kept;
-	ctx->kept = o;
-	pthread_mutex_unlock(&ctx->objects.lock);
-}
-
 /* The memory a kept object lives in: only QPs and SRQs are kept. */
 static void *kept_memory(struct sr_obj *o)
 {
 	if (o->type == SR_OBJ_QP)
 		return sr_container_of(o, struct sr_qp, obj);
 	return sr_container_of(o, struct sr_srq, obj);
+}
+
+void sr_obj_keep_or_free(struct sr_context *ctx, struct sr_obj *o, bool keep,
+			 pthread_mutex_t *mutex, pthread_cond_t *cond)
+{
+	if (keep) {
+		pthread_mutex_lock(&ctx->objects.lock);
+		o->next_kept = ctx->kept;
+		ctx->kept = o;
+		pthread_mutex_unlock(&ctx->objects.lock);
+		return;
+	}
+	pthread_cond_destroy(cond);
+	pthread_mutex_destroy(mutex);
+	free(kept_memory(o));
 }
 
 void sr_kept_free(struct sr_context *ctx)

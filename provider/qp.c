@@ -226,13 +226,7 @@ int sr_qp_teardown(struct sr_context *ctx, struct sr_qp *qp)
 				      &ibqp->cond, &ibqp->events_completed);
 	if (qp->extended)
 		qp_ex_destroy(&qp->vqp.qp_ex);
-	if (keep) {
-		sr_obj_keep(ctx, &qp->obj);
-		return 0;
-	}
-	pthread_cond_destroy(&ibqp->cond);
-	pthread_mutex_destroy(&ibqp->mutex);
-	free(qp);
+	sr_obj_keep_or_free(ctx, &qp->obj, keep, &ibqp->mutex, &ibqp->cond);
 	return 0;
 }
 

@@ -262,8 +262,13 @@ int sr_obj_destroy(struct sr_context *ctx, struct sr_obj_ref ref);
 /* ibv_rereg_mr(IBV_REREG_MR_CHANGE_PD): o becomes a user of parent instead of old. */
 int sr_obj_swap_parent(struct sr_context *ctx, struct sr_obj *o, struct sr_obj *old,
 		       struct sr_obj_ref parent);
-/* Keeps a destroyed object's memory until the context closes (events.c says why). */
-void sr_obj_keep(struct sr_context *ctx, struct sr_obj *o);
+/*
+ * The end of a QP's or an SRQ's teardown: with keep (sr_async_settle_unmake), its memory stays
+ * until the context closes (events.c says why); else it is freed now, with the mutex and
+ * condition of its libibverbs part.
+ */
+void sr_obj_keep_or_free(struct sr_context *ctx, struct sr_obj *o, bool keep,
+			 pthread_mutex_t *mutex, pthread_cond_t *cond);
 void sr_kept_free(struct sr_context *ctx);
 
 /* Each type's destroy once the object is taken (also what ibv_close_device runs). */
@@ -314,7 +319,7 @@ struct sr_event_pipe sr_async_pipe(struct sr_context *ctx);
  * more async events): its unread events are removed, its handle is freed, and the destroy
  * waits for the application to acknowledge the events it read (mutex, cond, acked: the
  * ibv object's own). true: a pipe could not be settled, and the object's memory must be
- * kept (sr_obj_keep) for records that may still name it.
+ * kept (sr_obj_keep_or_free) for records that may still name it.
  */
 bool sr_async_settle_unmake(struct sr_context *ctx, struct sr_obj *o, uint64_t element,
 			    const struct sr_event_count *async, pthread_mutex_t *mutex,

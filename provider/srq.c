@@ -139,13 +139,7 @@ int sr_srq_teardown(struct sr_context *ctx, struct sr_srq *srq)
 	}
 	keep = sr_async_settle_unmake(ctx, &srq->obj, (uintptr_t)ibsrq, &srq->async,
 				      &ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed);
-	if (keep) {
-		sr_obj_keep(ctx, &srq->obj);
-		return 0;
-	}
-	pthread_cond_destroy(&ibsrq->cond);
-	pthread_mutex_destroy(&ibsrq->mutex);
-	free(srq);
+	sr_obj_keep_or_free(ctx, &srq->obj, keep, &ibsrq->mutex, &ibsrq->cond);
 	return 0;
 }
 

@@ -112,6 +112,13 @@ struct fuzz_env *fuzz_env(void)
 	return &env;
 }
 
+/* The low n bytes of v into p, most significant first, as the wire carries numbers. */
+static void put_be(uint8_t *p, uint32_t v, int n)
+{
+	for (int k = 0; k < n; k++)
+		p[k] = (uint8_t)(v >> 8 * (n - 1 - k));
+}
+
 uint8_t *fuzz_patch(struct fuzz_env *env, const struct emu_qp *qp, const uint8_t *data,
 		    size_t size)
 {
@@ -122,36 +129,21 @@ uint8_t *fuzz_patch(struct fuzz_env *env, const struct emu_qp *qp, const uint8_t
 	memcpy(p, data, size);
 	for (size_t i = 0; i + 3 <= size; i++) {
 		if (p[i] == 0xff && p[i + 1] == 0xff && p[i + 2] == 0xfe) {
-			uint32_t qpn = qp->qpn;
-
-			p[i] = (uint8_t)(qpn >> 16);
-			p[i + 1] = (uint8_t)(qpn >> 8);
-			p[i + 2] = (uint8_t)qpn;
+			put_be(p + i, qp->qpn, 3);
 			i += 2;
 		} else if (i + 4 <= size && p[i] == 0xfe && p[i + 1] == 0xed && p[i + 2] == 0 &&
 			   p[i + 3] >= 1 && p[i + 3] <= FUZZ_REGIONS) {
-			uint32_t key = env->mr[p[i + 3]]->rkey;
-
-			p[i] = (uint8_t)(key >> 24);
-			p[i + 1] = (uint8_t)(key >> 16);
-			p[i + 2] = (uint8_t)(key >> 8);
-			p[i + 3] = (uint8_t)key;
+			put_be(p + i, env->mr[p[i + 3]]->rkey, 4);
 			i += 3;
 		} else if (p[i] == 0xff && p[i + 1] == 0xff && p[i + 2] == 0xfd) {
-			uint32_t qpn = env->xrc_tgt->qpn;
-
-			p[i] = (uint8_t)(qpn >> 16);
-			p[i + 1] = (uint8_t)(qpn >> 8);
-			p[i + 2] = (uint8_t)qpn;
+			put_be(p + i, env->xrc_tgt->qpn, 3);
 			i += 2;
 		} else if (i + 4 <= size && p[i] == 0xfe && p[i + 1] == 0xed && p[i + 2] == 1 &&
 			   p[i + 3] >= 1 && p[i + 3] <= FUZZ_XRC_SRQS) {
 			uint32_t srqn = emu_srq_num(env->xrc_srq[p[i + 3]]);
 
-			p[i] = 0;
-			p[i + 1] = (uint8_t)(srqn >> 16);
-			p[i + 2] = (uint8_t)(srqn >> 8);
-			p[i + 3] = (uint8_t)srqn;
+			p[i] = 0;	/* an XRCETH: 8 reserved bits, then the SRQ number */
+			put_be(p + i + 1, srqn, 3);
 			i += 3;
 		}
 	}

@@ -1,5 +1,6 @@
 # Shared by the tests that run a server and a client program over the soft device: a scratch
-# directory for their logs, next_port (a free port on the server's side), and run_pair.
+# directory for their logs, next_port (a free port on the server's side), server_listens (a
+# wait for the server to listen on it), and run_pair.
 # Source after lib.sh (and after netns.sh's netns_setup for two namespaces). The caller sets
 # $engine (uring or epoll) before run_pair, and may set
 #   srv_in cli_in  arrays: the prefix that runs a command on the server's or the client's
@@ -22,6 +23,18 @@ next_port() {
 	port=$(free_port "${srv_in[@]}") && return 0
 	fail "no free TCP port below the ephemeral range"
 	return 1
+}
+
+# server_listens [PID]: waits until a TCP socket on the server's side listens on $port, for
+# 10 s at most (less once PID, the server's wrapper, has exited), and says whether one does.
+server_listens() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(srv_ss -ltnH "sport = :$port")" ] && return 0
+		[ -z "${1:-}" ] || kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -n "$(srv_ss -ltnH "sport = :$port")" ]
 }
 
 # perftest_fault: succeeds, saying what happened, when the last pair failed only for one of
@@ -59,7 +72,7 @@ perftest_fault() {
 #   in_env=1        both run in the test's own device tree (env_counters.sh's `softrdma env`),
 #                   not each under `softrdma run`, so the run's port counters add up there.
 run_pair() {
-	local label=$1 srv=() cli=() spid cpid srv_rc cli_rc i side stopped=0 why note="" via=()
+	local label=$1 srv=() cli=() spid cpid srv_rc cli_rc side stopped=0 why note="" via=()
 	shift
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
@@ -68,12 +81,7 @@ run_pair() {
 	timeout -k 5 60 "${srv_in[@]}" "${via[@]}" "${srv[@]}" >"$logs/server" 2>&1 &
 	spid=$!
 	bg_pids=("$spid")
-	for ((i = 0; i < 100; i++)); do
-		[ -n "$(srv_ss -ltnH "sport = :$port")" ] && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [ -z "$(srv_ss -ltnH "sport = :$port")" ]; then
+	if ! server_listens "$spid"; then
 		kill "$spid" 2>/dev/null; wait "$spid"; srv_rc=$?
 		fail "$label: server not listening on port $port after 10 s (exit $srv_rc): ${srv[*]}"
 		sed 's/^/  server| /' "$logs/server" >&2

@@ -19,10 +19,7 @@ pair() {
 	shift
 	timeout 60 "${srv[@]}" >"$logs/server" 2>&1 &
 	spid=$!
-	for _ in $(seq 100); do
-		[ -n "$(ss -ltnH "sport = :$port")" ] && break
-		sleep 0.1
-	done
+	server_listens "$spid"
 	timeout 60 "$@" >"$logs/client" 2>&1 || rc=$?
 	wait "$spid" || rc=$?
 	[ $rc -eq 0 ] && pass "$label: both sides exit 0" ||
@@ -79,7 +76,7 @@ at_least "UD: rdma_recvs counts the receives" $(($(hw rdma_recvs) - r0)) $((2 * 
 next_port
 ib_write_bw -d softrdma0 -x 0 -D 4 -p "$port" >"$logs/server" 2>&1 &
 spid=$!
-for _ in $(seq 100); do [ -n "$(ss -ltnH "sport = :$port")" ] && break; sleep 0.1; done
+server_listens "$spid"
 ib_write_bw -d softrdma0 -x 0 -D 4 -p "$port" localhost >"$logs/client" 2>&1 &
 cpid=$!
 sleep 1.5

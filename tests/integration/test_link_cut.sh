@@ -36,10 +36,7 @@ cut_mid_run() {
 		>"$logs/server" 2>&1 &
 	spid=$!
 	bg_pids=("$spid")
-	for ((i = 0; i < 100; i++)); do
-		[ -n "$(srv_ss -ltnH "sport = :$port")" ] && break
-		sleep 0.1
-	done
+	server_listens "$spid"
 	timeout -k 5 60 "${cli_in[@]}" "$SOFTRDMA" run -- stdbuf -oL "$@" -d softrdma0 -x "$gid_cli" \
 		-p "$port" "$ip_srv" >"$logs/client" 2>&1 &
 	cpid=$!

@@ -55,20 +55,16 @@ prog_pid() {
 # (64 KiB), so its run cannot be over before the test acts, however fast the machine.
 # Sets spid, cpid (the wrappers), srv_pid (the server program itself) and cli_fd.
 start_pair() {
-	local srv=() cli=() i
+	local srv=() cli=() listens
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
 	timeout -k 5 90 "$SOFTRDMA" run -- "${srv[@]}" >"$logs/server" 2>&1 &
 	spid=$!
 	bg_pids=("$spid")
-	for ((i = 0; i < 100; i++)); do
-		[ -n "$(ss -ltnH "sport = :$port")" ] && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
+	server_listens "$spid"; listens=$?
 	srv_pid=$(prog_pid "$spid" "${srv[0]}") || { fail "${srv[*]}: no server process"; return 1; }
-	[ -n "$(ss -ltnH "sport = :$port")" ] || { fail "${srv[*]}: not listening on $port"; return 1; }
+	[ $listens -eq 0 ] || { fail "${srv[*]}: not listening on $port"; return 1; }
 	rm -f "$logs/client.fifo" && mkfifo "$logs/client.fifo" && : >"$logs/client" || return 1
 	timeout -k 5 90 "$SOFTRDMA" run -- stdbuf -oL "${cli[@]}" >"$logs/client.fifo" 2>&1 &
 	cpid=$!

@@ -34,11 +34,7 @@ perftest_case() {
 	UCX_TLS=$tls timeout -k 5 30 ucx_perftest -p "$port" >"$logs/server" 2>&1 &
 	spid=$!
 	bg_pids=("$spid")
-	for _ in $(seq 100); do
-		[ -n "$(ss -ltnH "sport = :$port")" ] && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
+	server_listens "$spid"
 	UCX_TLS=$tls timeout -k 5 30 ucx_perftest 127.0.0.1 -p "$port" -t "$test" -s "$size" \
 		-n "$iters" >"$logs/client" 2>&1 || rc=$?
 	[ $rc -eq 0 ] || kill "$spid" 2>/dev/null

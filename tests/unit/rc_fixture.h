@@ -76,6 +76,9 @@ struct rc_env {
  * setup keeps the test's initial state (a table case's row) in env->param. */
 int rc_setup(void **state);
 int rc_teardown(void **state);
+/* test_NAME under rc_setup and rc_teardown: an element of a test array, or for case_add(). */
+#define RC_TEST(name)								\
+	((struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown))
 /* A forked peer's pid (0: none), killed and reaped by rc_teardown_child if still there. */
 extern pid_t rc_child;
 /* rc_teardown (when the test opened a device in *state) after killing rc_child. */

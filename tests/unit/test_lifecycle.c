@@ -819,29 +819,27 @@ static void test_fd_exhaustion_is_a_resource_error(void **state)
 	assert_int_equal(ibv_destroy_cq(cq), 0);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(dealloc_pd_busy_with_each_dependent),
-		T(destroy_cq_busy_while_a_qp_uses_it),
-		T(destroy_srq_busy_while_a_qp_uses_it),
-		T(destroy_channel_busy_while_a_cq_uses_it),
-		T(refused_destroys_leave_everything_working),
-		T(close_device_with_objects_left),
-		T(destroy_cq_waits_for_event_ack),
-		T(destroy_cq_drops_unread_events),
-		T(destroy_cq_drops_unread_events_nonblocking),
-		T(destroy_qp_waits_for_async_event_ack),
-		T(destroy_qp_drops_unread_async_events),
-		T(destroy_srq_waits_for_async_event_ack),
-		T(limits_hold_at_their_exact_value),
-		T(limits_are_per_device),
-		T(garbled_handles_are_refused),
-		T(garbled_handles_of_pd_mr_mw_ah_srq),
-		T(objects_of_another_context_are_refused),
-		T(fd_exhaustion_is_a_resource_error),
+		RC_TEST(dealloc_pd_busy_with_each_dependent),
+		RC_TEST(destroy_cq_busy_while_a_qp_uses_it),
+		RC_TEST(destroy_srq_busy_while_a_qp_uses_it),
+		RC_TEST(destroy_channel_busy_while_a_cq_uses_it),
+		RC_TEST(refused_destroys_leave_everything_working),
+		RC_TEST(close_device_with_objects_left),
+		RC_TEST(destroy_cq_waits_for_event_ack),
+		RC_TEST(destroy_cq_drops_unread_events),
+		RC_TEST(destroy_cq_drops_unread_events_nonblocking),
+		RC_TEST(destroy_qp_waits_for_async_event_ack),
+		RC_TEST(destroy_qp_drops_unread_async_events),
+		RC_TEST(destroy_srq_waits_for_async_event_ack),
+		RC_TEST(limits_hold_at_their_exact_value),
+		RC_TEST(limits_are_per_device),
+		RC_TEST(garbled_handles_are_refused),
+		RC_TEST(garbled_handles_of_pd_mr_mw_ah_srq),
+		RC_TEST(objects_of_another_context_are_refused),
+		RC_TEST(fd_exhaustion_is_a_resource_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

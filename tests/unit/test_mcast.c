@@ -381,16 +381,14 @@ static void test_send_reaches_another_process(void **state)
 	ud_end_destroy(&sender);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(attach_rules),
-		T(limits_advertised_and_enforced),
-		T(send_reaches_members_not_sender),
-		T(qkey_checked_per_member),
-		T(forged_datagrams_reach_no_member),
+		RC_TEST(attach_rules),
+		RC_TEST(limits_advertised_and_enforced),
+		RC_TEST(send_reaches_members_not_sender),
+		RC_TEST(qkey_checked_per_member),
+		RC_TEST(forged_datagrams_reach_no_member),
 		cmocka_unit_test_setup_teardown(test_send_reaches_another_process, NULL,
 						rc_teardown_child),
 	};

@@ -518,59 +518,87 @@ static void test_huge_region_is_never_touched(void **state)
 	assert_int_equal(munmap(area, reserved), 0);
 }
 
-struct dereg_job {
+/*
+ * A key taken away (deregistered, invalidated) by a thread of its own while an access holds
+ * it: the key dies at once, but the taking waits for the access, which completes.
+ */
+struct take_job {
 	struct mem_table	*t;
-	struct mem_region	*mr;
+	uint32_t		key;
+	int			(*take)(struct take_job *job);
+	struct mem_region	*mr;	/* the region take_by_dereg() deregisters */
 	atomic_int		done;
 	int			ret;
 };
 
-static void *dereg_thread(void *arg)
+static int take_by_dereg(struct take_job *job)
 {
-	struct dereg_job *job = arg;
+	return mr_deregister(job->t, job->mr);
+}
 
-	job->ret = mr_deregister(job->t, job->mr);
+static int take_by_invalidate(struct take_job *job)
+{
+	return mw_invalidate(job->t, job->key, PD, false, 0);
+}
+
+static void *take_thread(void *arg)
+{
+	struct take_job *job = arg;
+
+	job->ret = job->take(job);
 	atomic_store(&job->done, 1);
 	return NULL;
+}
+
+/*
+ * Runs job while an access to buf holds ref (host: where it writes): the access then writes
+ * fill over buf's first 64 bytes and lets go, which must be what ends the taking.
+ */
+static void expect_take_waits_for_holder(struct take_job *job, struct mem_region *ref,
+					 void *host, uint8_t fill)
+{
+	const struct timespec ms = { .tv_nsec = 1000000 };
+	struct mem_table *t = job->t;
+	pthread_t th;
+	int i;
+
+	atomic_init(&job->done, 0);
+	assert_int_equal(pthread_create(&th, NULL, take_thread, job), 0);
+
+	/* The key dies as soon as the taking starts... */
+	for (i = 0; i < 5000 && remote(t, job->key, RW, (uintptr_t)buf, 8, NULL) == MEM_ACCESS_OK;
+	     i++)
+		nanosleep(&ms, NULL);
+	assert_int_equal(remote(t, job->key, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
+	assert_int_equal(remote(t, job->key, RR, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
+
+	/* ...but it waits for the access already in flight, which completes. */
+	for (i = 0; i < 50; i++)
+		nanosleep(&ms, NULL);
+	assert_int_equal(atomic_load(&job->done), 0);
+	memset(host, fill, 64);
+	mr_put(ref);
+
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(job->ret, 0);
+	assert_int_equal(atomic_load(&job->done), 1);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(buf[i], fill);
+	assert_int_equal(remote(t, job->key, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
 }
 
 static void test_dereg_kills_key_while_holder_completes(void **state)
 {
 	struct mem_table *t = *state;
 	struct mem_region *mr = reg(t, buf, 64, (uintptr_t)buf, ALL_RIGHTS);
-	uint32_t key = mr->rkey;
-	struct dereg_job job = { .t = t, .mr = mr };
-	const struct timespec ms = { .tv_nsec = 1000000 };
+	struct take_job job = { .t = t, .key = mr->rkey, .take = take_by_dereg, .mr = mr };
 	struct mem_region *ref;
 	void *host;
-	pthread_t th;
-	int i;
 
 	memset(buf, 0, 64);
-	assert_int_equal(mr_check_remote_access(t, key, PD, QPN, QP_ALL, RW, (uintptr_t)buf, 64,
-						&ref, &host), MEM_ACCESS_OK);
-	atomic_init(&job.done, 0);
-	assert_int_equal(pthread_create(&th, NULL, dereg_thread, &job), 0);
-
-	/* The key dies as soon as the deregistration starts... */
-	for (i = 0; i < 5000 && remote(t, key, RW, (uintptr_t)buf, 8, NULL) == MEM_ACCESS_OK; i++)
-		nanosleep(&ms, NULL);
-	assert_int_equal(remote(t, key, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
-	assert_int_equal(remote(t, key, RR, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
-
-	/* ...but it waits for the access already in flight, which completes. */
-	for (i = 0; i < 50; i++)
-		nanosleep(&ms, NULL);
-	assert_int_equal(atomic_load(&job.done), 0);
-	memset(host, 0xab, 64);
-	mr_put(ref);
-
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(job.ret, 0);
-	assert_int_equal(atomic_load(&job.done), 1);
-	for (i = 0; i < 64; i++)
-		assert_int_equal(buf[i], 0xab);
-	assert_int_equal(remote(t, key, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
+	assert_int_equal(mr_check_remote_access(t, job.key, PD, QPN, QP_ALL, RW, (uintptr_t)buf,
+						64, &ref, &host), MEM_ACCESS_OK);
+	expect_take_waits_for_holder(&job, ref, host, 0xab);
 }
 
 static void test_dereg_twice_is_einval(void **state)
@@ -958,54 +986,21 @@ static void test_window_dies_with_its_region(void **state)
 	assert_int_equal(mr_deregister(t, again), 0);
 }
 
-struct invalidate_job {
-	struct mem_table	*t;
-	uint32_t		key;
-	atomic_int		done;
-	int			ret;
-};
-
-static void *invalidate_thread(void *arg)
-{
-	struct invalidate_job *job = arg;
-
-	job->ret = mw_invalidate(job->t, job->key, PD, false, 0);
-	atomic_store(&job->done, 1);
-	return NULL;
-}
-
 /* As a deregistration: the key dies at once, and the access in flight finishes first. */
 static void test_invalidate_waits_for_access_in_flight(void **state)
 {
 	struct mem_table *t = *state;
 	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
 	struct mem_region *w = window(t, mr, IBV_MW_TYPE_2, 0, 64, RW, QPN);
-	struct invalidate_job job = { .t = t, .key = w->rkey };
-	const struct timespec ms = { .tv_nsec = 1000000 };
+	struct take_job job = { .t = t, .key = w->rkey, .take = take_by_invalidate };
 	struct mem_region *ref;
 	void *host;
-	pthread_t th;
-	int i;
 
 	assert_int_equal(mr_check_remote_access(t, job.key, PD, QPN, QP_ALL, RW, (uintptr_t)buf,
 						64, &ref, &host), MEM_ACCESS_OK);
 	assert_ptr_equal(ref, w);
-	atomic_init(&job.done, 0);
-	assert_int_equal(pthread_create(&th, NULL, invalidate_thread, &job), 0);
-	for (i = 0; i < 5000 && remote(t, job.key, RW, (uintptr_t)buf, 8, NULL) == MEM_ACCESS_OK;
-	     i++)
-		nanosleep(&ms, NULL);
-	assert_int_equal(remote(t, job.key, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
-	for (i = 0; i < 50; i++)
-		nanosleep(&ms, NULL);
-	assert_int_equal(atomic_load(&job.done), 0);
 	/* The region is held too: deregistering it would wait as well. */
-	memset(host, 0x5c, 64);
-	mr_put(ref);
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(job.ret, 0);
-	for (i = 0; i < 64; i++)
-		assert_int_equal(buf[i], 0x5c);
+	expect_take_waits_for_holder(&job, ref, host, 0x5c);
 	assert_int_equal(mw_dealloc(t, w), 0);
 	assert_int_equal(mr_deregister(t, mr), 0);
 }

@@ -630,29 +630,26 @@ static void test_wr_api_bind_and_local_invalidate(void **state)
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
 
-#define T(name)								\
-	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	struct case_list l = { 0 };
 
-	case_add(&l, T(device_advertises_windows));
-	case_add(&l, T(alloc_and_dealloc));
-	case_add(&l, T(type1_access_inside_window));
-	case_add(&l, T(window_grants_more_than_mr));
+	case_add(&l, RC_TEST(device_advertises_windows));
+	case_add(&l, RC_TEST(alloc_and_dealloc));
+	case_add(&l, RC_TEST(type1_access_inside_window));
+	case_add(&l, RC_TEST(window_grants_more_than_mr));
 	CASE_TABLE(&l, run_refusal, rc_setup, rc_teardown, refusals);
 	CASE_TABLE(&l, run_bind_error, rc_setup, rc_teardown, bind_errors);
-	case_add(&l, T(type1_rebind_kills_old_key));
-	case_add(&l, T(window_key_is_no_lkey));
-	case_add(&l, T(type2_bind_access_local_invalidate));
-	case_add(&l, T(type2_local_invalidate_then_refused));
-	case_add(&l, T(type2_rebind_after_invalidate));
-	case_add(&l, T(type2_bind_takes_low_key_bits));
-	case_add(&l, T(local_invalidate_of_type1_fails));
-	case_add(&l, T(type2_remote_invalidate_then_refused));
-	case_add(&l, T(send_with_inv_bad_key));
-	case_add(&l, T(type2_other_qp_refused));
-	case_add(&l, T(wr_api_bind_and_local_invalidate));
+	case_add(&l, RC_TEST(type1_rebind_kills_old_key));
+	case_add(&l, RC_TEST(window_key_is_no_lkey));
+	case_add(&l, RC_TEST(type2_bind_access_local_invalidate));
+	case_add(&l, RC_TEST(type2_local_invalidate_then_refused));
+	case_add(&l, RC_TEST(type2_rebind_after_invalidate));
+	case_add(&l, RC_TEST(type2_bind_takes_low_key_bits));
+	case_add(&l, RC_TEST(local_invalidate_of_type1_fails));
+	case_add(&l, RC_TEST(type2_remote_invalidate_then_refused));
+	case_add(&l, RC_TEST(send_with_inv_bad_key));
+	case_add(&l, RC_TEST(type2_other_qp_refused));
+	case_add(&l, RC_TEST(wr_api_bind_and_local_invalidate));
 	return case_run(&l);
 }

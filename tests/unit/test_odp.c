@@ -451,25 +451,23 @@ static void run_advise_refusal(void **state)
 		assert_int_equal(ibv_dealloc_mw(mw), 0);
 }
 
-#define T(name)								\
-	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
 #define TABLE(run, rows) CASE_TABLE(&l, run, rc_setup, rc_teardown, rows)
 
 int main(void)
 {
 	struct case_list l = { 0 };
 
-	case_add(&l, T(odp_caps_as_documented));
-	case_add(&l, T(odp_reg_of_unmapped_memory_succeeds));
-	case_add(&l, T(implicit_odp_reg_covers_everything));
+	case_add(&l, RC_TEST(odp_caps_as_documented));
+	case_add(&l, RC_TEST(odp_reg_of_unmapped_memory_succeeds));
+	case_add(&l, RC_TEST(implicit_odp_reg_covers_everything));
 	TABLE(run_reg_refusal, reg_refusals);
-	case_add(&l, T(odp_write_and_read_fault_in_untouched_pages));
-	case_add(&l, T(implicit_odp_write_read_atomic_anywhere));
+	case_add(&l, RC_TEST(odp_write_and_read_fault_in_untouched_pages));
+	case_add(&l, RC_TEST(implicit_odp_write_read_atomic_anywhere));
 	TABLE(run_implicit_hole, implicit_holes);
 	TABLE(run_remote_hole, remote_holes);
-	case_add(&l, T(odp_send_from_prot_none_page_is_loc_prot_err));
-	case_add(&l, T(odp_receive_into_unmapped_page_is_loc_prot_err));
-	case_add(&l, T(advise_prefetch_write_flush_faults_pages_in));
+	case_add(&l, RC_TEST(odp_send_from_prot_none_page_is_loc_prot_err));
+	case_add(&l, RC_TEST(odp_receive_into_unmapped_page_is_loc_prot_err));
+	case_add(&l, RC_TEST(advise_prefetch_write_flush_faults_pages_in));
 	TABLE(run_advise_refusal, advise_refusals);
 	return case_run(&l);
 }

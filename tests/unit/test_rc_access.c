@@ -790,8 +790,6 @@ static void test_zero_length_sges_with_garbage_lkey_skipped(void **state)
 	rc_expect_no_async(s.env, 0);
 }
 
-#define T(name)								\
-	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
 #define TABLE(run, rows) CASE_TABLE(&l, run, rc_setup, rc_teardown, rows)
 
 int main(void)
@@ -799,17 +797,17 @@ int main(void)
 	struct case_list l = { 0 };
 
 	TABLE(run_allowed, allowed);
-	case_add(&l, T(write_at_high_iova_placed_exactly));
-	case_add(&l, T(cas_allowed_at_region_start));
-	case_add(&l, T(fadd_allowed_at_region_end));
-	case_add(&l, T(write_imm_allowed_placed_exactly));
+	case_add(&l, RC_TEST(write_at_high_iova_placed_exactly));
+	case_add(&l, RC_TEST(cas_allowed_at_region_start));
+	case_add(&l, RC_TEST(fadd_allowed_at_region_end));
+	case_add(&l, RC_TEST(write_imm_allowed_placed_exactly));
 	TABLE(run_zero_length_garbage, zero_length_garbage);
 	TABLE(run_zero_length_without_right, zero_length_without_right);
 	TABLE(run_refusal, refusals);
-	case_add(&l, T(write_imm_bad_rkey_without_receive_is_rnr));
+	case_add(&l, RC_TEST(write_imm_bad_rkey_without_receive_is_rnr));
 	TABLE(run_local_refusal, local_refusals);
-	case_add(&l, T(atomic_result_bad_lkey));
-	case_add(&l, T(receive_bad_lkey));
-	case_add(&l, T(zero_length_sges_with_garbage_lkey_skipped));
+	case_add(&l, RC_TEST(atomic_result_bad_lkey));
+	case_add(&l, RC_TEST(receive_bad_lkey));
+	case_add(&l, RC_TEST(zero_length_sges_with_garbage_lkey_skipped));
 	return case_run(&l);
 }

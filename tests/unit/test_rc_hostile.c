@@ -29,6 +29,32 @@ static void open_victim(struct rc_env *env, struct hostile *h)
 	hostile_open_victim(h, env, &env->b, IBV_QPT_RC);
 }
 
+/* What we sent put the victim's QP into ERR without its writing a byte; then we hang up. */
+static void expect_errored_untouched(struct hostile *h)
+{
+	rc_wait_state(h->env->b.qp, IBV_QPS_ERR);
+	hostile_expect_untouched(h);
+	hostile_close(h);
+}
+
+/* A forged WRITE of dma_len bytes at va under rkey, carrying payload_len, refused with nak. */
+static void expect_write_refused(struct hostile *h, uint64_t va, uint32_t rkey, uint32_t dma_len,
+				 uint32_t payload_len, uint8_t nak)
+{
+	struct wire_packet pkt = {
+		.opcode = OP_RC_WRITE_ONLY,
+		.ack_req = true,
+		.va = va,
+		.rkey = rkey,
+		.dma_len = dma_len,
+		.payload_len = payload_len,
+	};
+
+	hostile_send_request(h, &pkt, payload_len);
+	hostile_expect_nak(h, nak);
+	expect_errored_untouched(h);
+}
+
 static void test_write_is_placed_when_allowed(void **state)
 {
 	struct hostile h;
@@ -52,53 +78,28 @@ static void test_write_is_placed_when_allowed(void **state)
 static void test_payload_longer_than_dma_len_is_refused(void **state)
 {
 	struct hostile h;
-	struct wire_packet pkt = { .opcode = OP_RC_WRITE_ONLY, .ack_req = true };
 
 	open_victim(*state, &h);
-	pkt.va = (uintptr_t)h.buf->p + h.buf->cap - 16;
-	pkt.rkey = h.mr->rkey;
-	pkt.dma_len = 16;	/* in bounds... */
-	pkt.payload_len = 4096;	/* ...but carrying a page more: it would run off the end */
-	hostile_send_request(&h, &pkt, 4096);
-	hostile_expect_nak(&h, NAK_INVALID_REQUEST);
-	rc_wait_state(h.env->b.qp, IBV_QPS_ERR);
-	hostile_expect_untouched(&h);
-	hostile_close(&h);
+	/* 16 bytes in bounds, but carrying a page more: it would run off the end. */
+	expect_write_refused(&h, (uintptr_t)h.buf->p + h.buf->cap - 16, h.mr->rkey, 16, 4096,
+			     NAK_INVALID_REQUEST);
 }
 
 static void test_range_wrapping_2_64_is_refused(void **state)
 {
 	struct hostile h;
-	struct wire_packet pkt = { .opcode = OP_RC_WRITE_ONLY, .ack_req = true };
 
 	open_victim(*state, &h);
-	pkt.va = UINT64_MAX - 7;
-	pkt.rkey = h.mr->rkey;
-	pkt.dma_len = 64;
-	pkt.payload_len = 64;
-	hostile_send_request(&h, &pkt, 64);
-	hostile_expect_nak(&h, NAK_REMOTE_ACCESS);
-	rc_wait_state(h.env->b.qp, IBV_QPS_ERR);
-	hostile_expect_untouched(&h);
-	hostile_close(&h);
+	expect_write_refused(&h, UINT64_MAX - 7, h.mr->rkey, 64, 64, NAK_REMOTE_ACCESS);
 }
 
 static void test_guessed_rkeys_are_refused(void **state)
 {
 	struct hostile h;
-	struct wire_packet pkt = { .opcode = OP_RC_WRITE_ONLY, .ack_req = true };
 
 	open_victim(*state, &h);
 	/* A neighbour of the real key: keys are not sequential, so it names nothing. */
-	pkt.va = (uintptr_t)h.buf->p;
-	pkt.rkey = h.mr->rkey + 1;
-	pkt.dma_len = 8;
-	pkt.payload_len = 8;
-	hostile_send_request(&h, &pkt, 8);
-	hostile_expect_nak(&h, NAK_REMOTE_ACCESS);
-	rc_wait_state(h.env->b.qp, IBV_QPS_ERR);
-	hostile_expect_untouched(&h);
-	hostile_close(&h);
+	expect_write_refused(&h, (uintptr_t)h.buf->p, h.mr->rkey + 1, 8, 8, NAK_REMOTE_ACCESS);
 }
 
 static void test_unknown_opcode_errors_the_qp(void **state)
@@ -108,9 +109,7 @@ static void test_unknown_opcode_errors_the_qp(void **state)
 
 	open_victim(*state, &h);
 	hostile_send_bytes(&h, frame, sizeof(frame));
-	rc_wait_state(h.env->b.qp, IBV_QPS_ERR);
-	hostile_expect_untouched(&h);
-	hostile_close(&h);
+	expect_errored_untouched(&h);
 }
 
 static void test_length_word_shorter_than_headers_errors_the_qp(void **state)
@@ -125,9 +124,7 @@ static void test_length_word_shorter_than_headers_errors_the_qp(void **state)
 	len = wire_build(hdr, &pkt);
 	hdr[3] = 3;	/* a length that cannot even hold the BTH */
 	hostile_send_bytes(&h, hdr, len);
-	rc_wait_state(h.env->b.qp, IBV_QPS_ERR);
-	hostile_expect_untouched(&h);
-	hostile_close(&h);
+	expect_errored_untouched(&h);
 }
 
 static void test_frame_for_another_qp_errors_this_one(void **state)
@@ -142,9 +139,7 @@ static void test_frame_for_another_qp_errors_this_one(void **state)
 	pkt.dma_len = 8;
 	pkt.payload_len = 8;
 	hostile_send_request(&h, &pkt, 8);
-	rc_wait_state(h.env->b.qp, IBV_QPS_ERR);
-	hostile_expect_untouched(&h);
-	hostile_close(&h);
+	expect_errored_untouched(&h);
 }
 
 static void test_response_opcode_on_request_stream_errors_the_qp(void **state)
@@ -155,9 +150,7 @@ static void test_response_opcode_on_request_stream_errors_the_qp(void **state)
 	open_victim(*state, &h);
 	pkt.payload_len = 64;
 	hostile_send_request(&h, &pkt, 64);
-	rc_wait_state(h.env->b.qp, IBV_QPS_ERR);
-	hostile_expect_untouched(&h);
-	hostile_close(&h);
+	expect_errored_untouched(&h);
 }
 
 /* Someone claims our QPN, but the engine that owns it says the stream is not its. */

@@ -713,32 +713,29 @@ static void test_1mib_write_and_read(void **state)
 	rc_expect_pattern(back->p, len, 0x77, "A's memory after the READ");
 }
 
-#define T(name)								\
-	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	struct case_list l = { 0 };
 
-	case_add(&l, T(send_recv_byte_len_and_data));
-	case_add(&l, T(zero_length_send_into_empty_receive));
-	case_add(&l, T(send_with_imm));
-	case_add(&l, T(write_with_imm));
-	case_add(&l, T(inline_send_takes_data_at_post));
-	case_add(&l, T(multi_sge_send_and_receive));
-	case_add(&l, T(write_gathers_multiple_sges));
-	case_add(&l, T(read_scatters_into_multiple_sges));
+	case_add(&l, RC_TEST(send_recv_byte_len_and_data));
+	case_add(&l, RC_TEST(zero_length_send_into_empty_receive));
+	case_add(&l, RC_TEST(send_with_imm));
+	case_add(&l, RC_TEST(write_with_imm));
+	case_add(&l, RC_TEST(inline_send_takes_data_at_post));
+	case_add(&l, RC_TEST(multi_sge_send_and_receive));
+	case_add(&l, RC_TEST(write_gathers_multiple_sges));
+	case_add(&l, RC_TEST(read_scatters_into_multiple_sges));
 	CASE_TABLE(&l, run_atomic, rc_setup, rc_teardown, atomics);
-	case_add(&l, T(unsignaled_covered_by_signaled));
-	case_add(&l, T(sq_sig_all_signals_every_wr));
-	case_add(&l, T(too_small_receive));
-	case_add(&l, T(rnr_retry_0_exceeded));
-	case_add(&l, T(rnr_retry_7_waits_for_late_receive));
+	case_add(&l, RC_TEST(unsignaled_covered_by_signaled));
+	case_add(&l, RC_TEST(sq_sig_all_signals_every_wr));
+	case_add(&l, RC_TEST(too_small_receive));
+	case_add(&l, RC_TEST(rnr_retry_0_exceeded));
+	case_add(&l, RC_TEST(rnr_retry_7_waits_for_late_receive));
 	CASE_TABLE(&l, run_one_credit, rc_setup, rc_teardown, one_credit);
-	case_add(&l, T(flush_after_modify_to_err));
-	case_add(&l, T(completion_channel_wakes_on_completion));
-	case_add(&l, T(solicited_arm_ignores_unsolicited_receive));
-	case_add(&l, T(cq_overrun_raises_cq_err));
-	case_add(&l, T(1mib_write_and_read));
+	case_add(&l, RC_TEST(flush_after_modify_to_err));
+	case_add(&l, RC_TEST(completion_channel_wakes_on_completion));
+	case_add(&l, RC_TEST(solicited_arm_ignores_unsolicited_receive));
+	case_add(&l, RC_TEST(cq_overrun_raises_cq_err));
+	case_add(&l, RC_TEST(1mib_write_and_read));
 	return case_run(&l);
 }

@@ -21,6 +21,7 @@
 #include <infiniband/verbs.h>
 
 #include "rc_fixture.h"
+#include "case_table.h"
 
 #define INIT_MASK	(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
 #define RTR_MASK	(IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |	\
@@ -245,52 +246,46 @@ static void illegal_from(struct rc_env *env, struct ibv_qp *qp, enum ibv_qp_stat
 	}
 }
 
-static void test_illegal_transitions_from_reset(void **state)
+/*
+ * The targets refused from each state. A list ends at RESET, which every state may go to, so
+ * it is never a target here.
+ */
+struct illegal_case {
+	const char *name;
+	enum ibv_qp_state from;
+	enum ibv_qp_state targets[6];
+};
+
+static const struct illegal_case illegal[] = {
+	{ "test_illegal_transitions_from_reset", IBV_QPS_RESET,
+	  { IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE, IBV_QPS_ERR } },
+	{ "test_illegal_transitions_from_init", IBV_QPS_INIT,
+	  { IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE } },
+	{ "test_illegal_transitions_from_rtr", IBV_QPS_RTR,
+	  { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_SQD, IBV_QPS_SQE } },
+	{ "test_illegal_transitions_from_rts", IBV_QPS_RTS,
+	  { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_SQE } },
+	{ "test_illegal_transitions_from_err", IBV_QPS_ERR,
+	  { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE } },
+};
+
+static void run_illegal(void **state)
 {
 	struct rc_env *env = two_qps(state);
-	const enum ibv_qp_state t[] = { IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE,
-					IBV_QPS_ERR };
-
-	illegal_from(env, env->a.qp, IBV_QPS_RESET, t, 5);
-}
-
-static void test_illegal_transitions_from_init(void **state)
-{
-	struct rc_env *env = two_qps(state);
-	const enum ibv_qp_state t[] = { IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE };
-
-	walk_to(env, env->a.qp, IBV_QPS_INIT, env->b.qp->qp_num);
-	illegal_from(env, env->a.qp, IBV_QPS_INIT, t, 3);
-}
-
-static void test_illegal_transitions_from_rtr(void **state)
-{
-	struct rc_env *env = two_qps(state);
-	const enum ibv_qp_state t[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_SQD, IBV_QPS_SQE };
-
-	walk_to(env, env->a.qp, IBV_QPS_RTR, env->b.qp->qp_num);
-	illegal_from(env, env->a.qp, IBV_QPS_RTR, t, 4);
-}
-
-static void test_illegal_transitions_from_rts(void **state)
-{
-	struct rc_env *env = two_qps(state);
-	const enum ibv_qp_state t[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_SQE };
-
-	walk_to(env, env->a.qp, IBV_QPS_RTS, env->b.qp->qp_num);
-	illegal_from(env, env->a.qp, IBV_QPS_RTS, t, 3);
-}
-
-static void test_illegal_transitions_from_err(void **state)
-{
-	struct rc_env *env = two_qps(state);
-	const enum ibv_qp_state t[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD,
-					IBV_QPS_SQE };
+	const struct illegal_case *c = env->param;
 	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	int n = 0;
 
-	walk_to(env, env->a.qp, IBV_QPS_INIT, env->b.qp->qp_num);
-	assert_int_equal(ibv_modify_qp(env->a.qp, &err, IBV_QP_STATE), 0);
-	illegal_from(env, env->a.qp, IBV_QPS_ERR, t, 5);
+	if (c->from == IBV_QPS_ERR) {
+		walk_to(env, env->a.qp, IBV_QPS_INIT, env->b.qp->qp_num);
+		assert_int_equal(ibv_modify_qp(env->a.qp, &err, IBV_QP_STATE), 0);
+	} else if (c->from != IBV_QPS_RESET) {
+		walk_to(env, env->a.qp, c->from, env->b.qp->qp_num);
+	}
+	while (n < (int)(sizeof(c->targets) / sizeof(c->targets[0])) &&
+	       c->targets[n] != IBV_QPS_RESET)
+		n++;
+	illegal_from(env, env->a.qp, c->from, c->targets, n);
 }
 
 /* As rxe: the send queue opens at RTS; before that a post is EINVAL and queues nothing. */
@@ -757,36 +752,29 @@ static void test_retry_exceeded_when_peer_in_err(void **state)
 	assert_int_equal(rc_state(env->a.qp), IBV_QPS_ERR);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		/* First, so that nothing verbs-related has run in this process before the fork. */
-		cmocka_unit_test_setup_teardown(test_retry_exceeded_when_peer_killed, NULL,
-						rc_teardown_child),
-		/* Forks too: the first test's engine has stopped with its last context. */
-		cmocka_unit_test_setup_teardown(test_stopped_peer_answers_late, NULL,
-						rc_teardown_child),
-		T(retry_exceeded_when_peer_in_err),
-		T(legal_path_with_exact_masks),
-		T(init_requires_its_mask),
-		T(rtr_requires_its_mask),
-		T(rts_requires_its_mask),
-		T(extra_mask_bits_refused),
-		T(illegal_transitions_from_reset),
-		T(illegal_transitions_from_init),
-		T(illegal_transitions_from_rtr),
-		T(illegal_transitions_from_rts),
-		T(illegal_transitions_from_err),
-		T(post_send_before_rts_einval),
-		T(post_recv_in_reset_einval),
-		T(reset_from_rts_then_reuse),
-		T(reset_from_err_then_reuse),
-		T(reset_from_init_and_rtr),
-		T(query_reports_what_was_set),
-		T(psn_truncated_to_24_bits),
-	};
+	struct case_list l = { 0 };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	/* First, so that nothing verbs-related has run in this process before the fork. */
+	case_add(&l, (struct CMUnitTest)cmocka_unit_test_setup_teardown(
+			     test_retry_exceeded_when_peer_killed, NULL, rc_teardown_child));
+	/* Forks too: the first test's engine has stopped with its last context. */
+	case_add(&l, (struct CMUnitTest)cmocka_unit_test_setup_teardown(
+			     test_stopped_peer_answers_late, NULL, rc_teardown_child));
+	case_add(&l, RC_TEST(retry_exceeded_when_peer_in_err));
+	case_add(&l, RC_TEST(legal_path_with_exact_masks));
+	case_add(&l, RC_TEST(init_requires_its_mask));
+	case_add(&l, RC_TEST(rtr_requires_its_mask));
+	case_add(&l, RC_TEST(rts_requires_its_mask));
+	case_add(&l, RC_TEST(extra_mask_bits_refused));
+	CASE_TABLE(&l, run_illegal, rc_setup, rc_teardown, illegal);
+	case_add(&l, RC_TEST(post_send_before_rts_einval));
+	case_add(&l, RC_TEST(post_recv_in_reset_einval));
+	case_add(&l, RC_TEST(reset_from_rts_then_reuse));
+	case_add(&l, RC_TEST(reset_from_err_then_reuse));
+	case_add(&l, RC_TEST(reset_from_init_and_rtr));
+	case_add(&l, RC_TEST(query_reports_what_was_set));
+	case_add(&l, RC_TEST(psn_truncated_to_24_bits));
+	return case_run(&l);
 }

@@ -72,17 +72,23 @@ static void expect_payloads(const struct scene *s, uint64_t n)
 	assert_int_equal(rc_port_counter("same_host_payloads") - s->payloads, n);
 }
 
+/* A WRITE of LEN bytes into the middle of B's 3 * LEN lands there and nowhere else. */
+static void expect_write_lands_in_range(struct scene *s, uint64_t same_host_payloads)
+{
+	assert_int_equal(write_to_b(s, 1, LEN, LEN, s->bmr->rkey), 0);
+	rc_expect_wc(s->env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+	rc_expect_pattern(s->b->p, LEN, B_SEED, "B before the target");
+	rc_expect_bytes(s->b->p + LEN, s->a->p, LEN, "the target");
+	rc_expect_pattern_range(s->b->p, 2 * LEN, 3 * LEN, B_SEED, "B after the target");
+	expect_payloads(s, same_host_payloads);
+}
+
 static void test_write_lands_exactly_in_range(void **state)
 {
 	struct scene s;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	assert_int_equal(write_to_b(&s, 1, LEN, LEN, s.bmr->rkey), 0);
-	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
-	rc_expect_pattern(s.b->p, LEN, B_SEED, "B before the target");
-	rc_expect_bytes(s.b->p + LEN, s.a->p, LEN, "the target");
-	rc_expect_pattern_range(s.b->p, 2 * LEN, 3 * LEN, B_SEED, "B after the target");
-	expect_payloads(&s, 1);
+	expect_write_lands_in_range(&s, 1);
 }
 
 static void test_write_with_bad_rkey_is_refused(void **state)
@@ -197,11 +203,7 @@ static void test_switched_off_payloads_cross_tcp(void **state)
 	setenv("SOFTRDMA_SAME_HOST", "0", 1);
 	scene_init(&s, state, RC_ACCESS_ALL);	/* the streams open with the pair */
 	unsetenv("SOFTRDMA_SAME_HOST");
-	assert_int_equal(write_to_b(&s, 1, LEN, LEN, s.bmr->rkey), 0);
-	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
-	rc_expect_bytes(s.b->p + LEN, s.a->p, LEN, "the target");
-	rc_expect_pattern_range(s.b->p, 2 * LEN, 3 * LEN, B_SEED, "B after the target");
-	expect_payloads(&s, 0);
+	expect_write_lands_in_range(&s, 0);
 }
 
 /* Small payloads are not worth a second system call: they cross TCP. */
@@ -218,20 +220,18 @@ static void test_small_payloads_cross_tcp(void **state)
 	expect_payloads(&s, 1);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(write_lands_exactly_in_range),
-		T(write_with_bad_rkey_is_refused),
-		T(write_one_byte_past_the_region_is_refused),
-		T(write_without_remote_write_right_is_refused),
-		T(send_gathers_and_scatters),
-		T(send_into_too_small_receive),
-		T(source_gone_before_it_is_read),
-		T(switched_off_payloads_cross_tcp),
-		T(small_payloads_cross_tcp),
+		RC_TEST(write_lands_exactly_in_range),
+		RC_TEST(write_with_bad_rkey_is_refused),
+		RC_TEST(write_one_byte_past_the_region_is_refused),
+		RC_TEST(write_without_remote_write_right_is_refused),
+		RC_TEST(send_gathers_and_scatters),
+		RC_TEST(send_into_too_small_receive),
+		RC_TEST(source_gone_before_it_is_read),
+		RC_TEST(switched_off_payloads_cross_tcp),
+		RC_TEST(small_payloads_cross_tcp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -604,24 +604,22 @@ static void test_ud_qp_takes_receives_from_srq(void **state)
 	scene_destroy(&s);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(device_advertises_srq),
-		T(create_checks_and_query),
-		T(create_srq_ex_basic_only),
-		T(post_srq_recv_errors),
-		T(limit_event_fires_once_below_limit),
-		T(modify_checks_and_resize_keeps_wqes),
-		T(many_qps_share_one_srq),
-		T(empty_srq_is_rnr_then_late_receive_completes),
-		T(empty_srq_rnr_retry_0_exceeded),
-		T(destroy_busy_while_qps_use_it),
-		T(last_wqe_reached_when_srq_qp_goes_to_err),
-		T(access_error_then_last_wqe_reached),
-		T(ud_qp_takes_receives_from_srq),
+		RC_TEST(device_advertises_srq),
+		RC_TEST(create_checks_and_query),
+		RC_TEST(create_srq_ex_basic_only),
+		RC_TEST(post_srq_recv_errors),
+		RC_TEST(limit_event_fires_once_below_limit),
+		RC_TEST(modify_checks_and_resize_keeps_wqes),
+		RC_TEST(many_qps_share_one_srq),
+		RC_TEST(empty_srq_is_rnr_then_late_receive_completes),
+		RC_TEST(empty_srq_rnr_retry_0_exceeded),
+		RC_TEST(destroy_busy_while_qps_use_it),
+		RC_TEST(last_wqe_reached_when_srq_qp_goes_to_err),
+		RC_TEST(access_error_then_last_wqe_reached),
+		RC_TEST(ud_qp_takes_receives_from_srq),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

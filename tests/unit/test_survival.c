@@ -174,15 +174,13 @@ static void test_fork_with_registered_memory(void **state)
 	expect_pair_works(env, 200);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(post_to_err_qp_flushes),
-		T(destroy_qps_with_work_in_flight),
-		T(dereg_target_mid_write),
-		T(fork_with_registered_memory),
+		RC_TEST(post_to_err_qp_flushes),
+		RC_TEST(destroy_qps_with_work_in_flight),
+		RC_TEST(dereg_target_mid_write),
+		RC_TEST(fork_with_registered_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -300,14 +300,12 @@ static void test_both_directions_at_once(void **state)
 	free(ba);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(writes_shared_qp_and_cq),
-		T(sends_with_concurrent_receives),
-		T(both_directions_at_once),
+		RC_TEST(writes_shared_qp_and_cq),
+		RC_TEST(sends_with_concurrent_receives),
+		RC_TEST(both_directions_at_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

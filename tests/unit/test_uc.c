@@ -369,22 +369,19 @@ static void test_uc_on_srq(void **state)
 	assert_int_equal(ibv_destroy_srq(srq), 0);
 }
 
-#define T(name)								\
-	(struct CMUnitTest)cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	struct case_list l = { 0 };
 
-	case_add(&l, T(write_places_exact_bytes));
-	case_add(&l, T(write_with_imm_consumes_a_receive));
-	case_add(&l, T(send_and_send_with_imm));
+	case_add(&l, RC_TEST(write_places_exact_bytes));
+	case_add(&l, RC_TEST(write_with_imm_consumes_a_receive));
+	case_add(&l, RC_TEST(send_and_send_with_imm));
 	CASE_TABLE(&l, run_dropped, rc_setup, rc_teardown, dropped);
-	case_add(&l, T(send_without_receive_dropped));
-	case_add(&l, T(send_too_large_dropped_receive_kept));
-	case_add(&l, T(read_atomics_send_inv_refused_at_post));
-	case_add(&l, T(peer_gone_sends_still_complete));
-	case_add(&l, T(local_key_error_completes_in_error));
-	case_add(&l, T(uc_on_srq));
+	case_add(&l, RC_TEST(send_without_receive_dropped));
+	case_add(&l, RC_TEST(send_too_large_dropped_receive_kept));
+	case_add(&l, RC_TEST(read_atomics_send_inv_refused_at_post));
+	case_add(&l, RC_TEST(peer_gone_sends_still_complete));
+	case_add(&l, RC_TEST(local_key_error_completes_in_error));
+	case_add(&l, RC_TEST(uc_on_srq));
 	return case_run(&l);
 }

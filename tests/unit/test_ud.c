@@ -311,20 +311,18 @@ static void test_receive_too_small_for_grh_and_message(void **state)
 	scene_destroy(&s);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(test_##name, rc_setup, rc_teardown)
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(grh_precedes_the_datagram),
-		T(traffic_class_and_hop_limit_carried),
-		T(reply_through_ah_from_wc),
-		T(network_header_type_in_sl),
-		T(qkey_mismatch_is_dropped_and_counted),
-		T(controlled_qkey_sends_the_qps_own),
-		T(no_receive_is_dropped_and_counted),
-		T(longer_than_mtu_never_arrives),
-		T(receive_too_small_for_grh_and_message),
+		RC_TEST(grh_precedes_the_datagram),
+		RC_TEST(traffic_class_and_hop_limit_carried),
+		RC_TEST(reply_through_ah_from_wc),
+		RC_TEST(network_header_type_in_sl),
+		RC_TEST(qkey_mismatch_is_dropped_and_counted),
+		RC_TEST(controlled_qkey_sends_the_qps_own),
+		RC_TEST(no_receive_is_dropped_and_counted),
+		RC_TEST(longer_than_mtu_never_arrives),
+		RC_TEST(receive_too_small_for_grh_and_message),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
