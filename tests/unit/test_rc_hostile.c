@@ -400,6 +400,46 @@ static void test_sends_cut_off_before_their_ack_still_complete(void **state)
 	hostile_close(&h);
 }
 
+/*
+ * With one CQ for both queues, a send completion a piggybacked ACK brings comes after the
+ * receive completed before it and before the one its carrier fills: the receives held for
+ * the coalesced ACK go out first, with that ACK, as each SEND was once ACKed at once.
+ */
+static void test_one_cq_keeps_receives_and_piggybacked_sends_in_order(void **state)
+{
+	uint8_t frames[2 * (4 + WIRE_MAX_HDR + 8)];
+	struct wire_packet req, resp, send1 = { .opcode = OP_RC_SEND_ONLY, .ack_req = true,
+					      .psn = 1, .payload_len = 8, .acked = true };
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .wr_id = 100, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	struct hostile h;
+	size_t len = 0;
+
+	hostile_open_victim_one_cq(&h, *state, &((struct rc_env *)*state)->b);
+	assert_ptr_equal(h.victim->scq, h.victim->rcq);
+	post_recvs(&h, 0, 2);
+	sge = rc_sge(h.buf->p + 1024, 16, h.mr);
+	assert_int_equal(ibv_post_send(h.victim->qp, &wr, &bad), 0);
+	hostile_read_victims_request(&h, &req);
+	assert_int_equal(req.opcode, OP_RC_SEND_ONLY);
+	append_sends(&h, frames, sizeof(frames), &len, 0, 1);
+	send1.acked_psn = req.psn;	/* the second SEND acknowledges the victim's */
+	append_request(&h, frames, sizeof(frames), &len, &send1, 8);
+	hostile_send_bytes(&h, frames, len);
+	rc_expect_wc(h.victim->rcq, 0, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(h.victim->rcq, 100, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(h.victim->rcq, 1, IBV_WC_SUCCESS, NULL);
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
+	assert_int_equal(resp.psn, 0);
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
+	assert_int_equal(resp.psn, 1);
+	hostile_close(&h);
+}
+
 static void test_truncated_frame_touches_only_the_named_range(void **state)
 {
 	struct hostile h;
@@ -519,6 +559,9 @@ int main(void)
 						rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_sends_cut_off_before_their_ack_still_complete,
 						rc_setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_one_cq_keeps_receives_and_piggybacked_sends_in_order, rc_setup,
+			rc_teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_frame_touches_only_the_named_range,
 						rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_send_cut_off_keeps_its_receive, rc_setup,
