@@ -517,7 +517,7 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 }
 
 /*
- * The ACKs owed go out first, as a NIC's do: a completion may make the application answer
+ * The ACKs owed go out first: a completion may make the application answer
  * at once, on another stream, and the answer must not overtake them (perftest's latency
  * tests with -e take the send completion first, from a one-entry CQ). So a completion
  * whose ACK is still owed waits for it (hold_recv()), and one that cannot wait sends it.
