@@ -133,6 +133,16 @@ void completer_acked(struct emu_qp *qp, uint32_t psn)
 	requester_progress(qp);
 }
 
+bool completer_acks_any(struct emu_qp *qp, uint32_t psn)
+{
+	struct send_wqe *wqe;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)
+		return false;
+	wqe = oldest_waiting(qp);
+	return wqe && psn_le(wqe->psn, psn);
+}
+
 void completer_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 		     struct rx_sink *sink)
 {

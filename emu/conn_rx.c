@@ -311,11 +311,18 @@ void conn_read(struct conn *c)
 		return;
 	}
 	read_frames(c);
-	/* Then the responder sends one ACK for all it executed in this read. */
-	if (c->initiator || c->state == CONN_CLOSED)
+	/*
+	 * Then the responder sends one ACK for all it executed in this read, and its receive
+	 * completions become visible. On a stream cut off meanwhile the ACK cannot go: the
+	 * requester resends, the duplicates are ACKed, and the receives complete now.
+	 */
+	if (c->initiator)
 		return;
 	pthread_mutex_lock(&qp->lock);
-	responder_flush_ack(qp, c);
+	if (c->state == CONN_CLOSED)
+		responder_release_held(qp);
+	else
+		responder_flush_ack(qp, c);
 	pthread_mutex_unlock(&qp->lock);
 }
 

@@ -117,6 +117,15 @@ enum resp_verdict {
 	RESP_NAK,		/* refused: nak_code, event */
 };
 
+/* A receive completion built, waiting for the ACK that covers its request to leave. */
+struct held_recv {
+	struct ibv_wc wc;
+	bool solicited;
+};
+
+/* Held at most (responder.c): then the ACK goes out early and they are made visible. */
+#define RESP_HELD_MAX	32
+
 /* The responder (responder.c): requests arriving on the stream the peer opened. */
 struct qp_resp_info {
 	uint32_t epsn;			/* next request PSN expected */
@@ -142,6 +151,14 @@ struct qp_resp_info {
 	 * whose PD its remote accesses are checked against (IBA: a target QP has no PD). */
 	struct emu_srq *xrc_srq;
 	uint32_t xrc_pd_handle;
+	/*
+	 * The receive completions of this read whose coalesced ACK (ack_pending) has not been
+	 * handed to the stream yet: visible only after it (responder_flush_ack()), so that an
+	 * answer the application sends on seeing one cannot overtake it. In order;
+	 * held[released..nheld) still to push. RESP_HELD_MAX entries, allocated on first use.
+	 */
+	struct held_recv *held;
+	uint32_t nheld, released;
 };
 
 /* A connected QP's streams (emu/qp_stream.c is their one owner). */
@@ -380,6 +397,12 @@ void qp_raise_event(struct emu_qp *qp, enum ibv_event_type event);
 enum recv_take qp_take_recv(struct emu_qp *qp, uint64_t need, struct recv_wqe *into);
 void qp_complete_send(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_status status);
 /* ex: imm_data, or invalidated_rkey with IBV_WC_WITH_INV in wc_flags. */
+void qp_recv_wc(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
+		enum ibv_wc_opcode op, uint32_t byte_len, uint32_t ex, int wc_flags,
+		struct ibv_wc *wc);
+/* Makes a receive completion visible: the QP's receive CQ, or an XRC target's SRQ's. */
+void qp_deliver_recv(struct emu_qp *qp, const struct ibv_wc *wc, bool solicited);
+/* qp_recv_wc(), then qp_deliver_recv(). */
 void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
 		      enum ibv_wc_opcode op, uint32_t byte_len, uint32_t ex, int wc_flags,
 		      bool solicited);
@@ -407,8 +430,17 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 		     struct rx_sink *sink);
 void responder_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 		   struct rx_sink *sink);
-/* Sends the ACK the requests read so far are owed (one for all of them); qp->lock held. */
+/*
+ * Sends the ACK the requests read so far are owed (one for all of them), then makes the
+ * receive completions it covers visible; qp->lock held.
+ */
 void responder_flush_ack(struct emu_qp *qp, struct conn *c);
+/*
+ * Makes the held receive completions visible, in order, without an ACK: the QP leaves its
+ * state (ERR, RESET) or the stream the ACK was for is gone (the requester resends, and its
+ * duplicates are ACKed). qp->lock held.
+ */
+void responder_release_held(struct emu_qp *qp);
 /* An XRC target: drops its reference to the last request's SRQ, unless a receive needs it. */
 void responder_release_srq(struct emu_qp *qp);	/* qp->lock held */
 
@@ -420,6 +452,8 @@ void completer_end(struct emu_qp *qp, struct conn *c, const struct wire_packet *
 void completer_timer(struct emu_qp *qp);	/* engine thread, qp->lock held */
 /* The peer acknowledged our requests up to psn on its own request stream (BTH_ACKED). */
 void completer_acked(struct emu_qp *qp, uint32_t psn);	/* qp->lock held */
+/* Whether completer_acked(psn) may complete a send WQE (it may not, if false). */
+bool completer_acks_any(struct emu_qp *qp, uint32_t psn);	/* qp->lock held */
 /* Completes done WQEs from the oldest on; an error among them takes the QP to ERR. */
 void completer_advance(struct emu_qp *qp);	/* qp->lock held */
 

@@ -171,6 +171,7 @@ int emu_qp_destroy(struct emu_qp *qp)
 		srq_detach(qp->srq);
 	if (qp->resp.xrc_srq)
 		srq_put(qp->resp.xrc_srq);
+	free(qp->resp.held);
 	free_queues(qp);
 	fault_detach(qp->faults);
 	pthread_mutex_destroy(&qp->lock);
@@ -255,11 +256,11 @@ void qp_complete_send(struct emu_qp *qp, struct send_wqe *wqe, enum ibv_wc_statu
 		qp_fatal(qp, IBV_EVENT_QP_FATAL);
 }
 
-void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
-		      enum ibv_wc_opcode op, uint32_t byte_len, uint32_t ex, int wc_flags,
-		      bool solicited)
+void qp_recv_wc(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
+		enum ibv_wc_opcode op, uint32_t byte_len, uint32_t ex, int wc_flags,
+		struct ibv_wc *wc)
 {
-	struct ibv_wc wc = {
+	*wc = (struct ibv_wc){
 		.wr_id = rwqe->wr_id,
 		.status = st,
 		.opcode = op,
@@ -268,24 +269,37 @@ void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_w
 		.src_qp = qp->attr.dest_qp_num,
 		.wc_flags = (unsigned int)wc_flags,
 	};
-
 	if (wc_flags & IBV_WC_WITH_INV)
-		wc.invalidated_rkey = ex;
+		wc->invalidated_rkey = ex;
 	else
-		wc.imm_data = ex;
+		wc->imm_data = ex;
 	if (st == IBV_WC_SUCCESS && op == IBV_WC_RECV)
 		qp_counter_add(&qp->counters, EMU_CNT_RDMA_RECVS, 1);
+}
+
+void qp_deliver_recv(struct emu_qp *qp, const struct ibv_wc *wc, bool solicited)
+{
 	if (qp->type == IBV_QPT_XRC_RECV) {
 		bool overrun;
 
 		/* An SRQ destroyed meanwhile has no CQ to report to any more. */
-		if (qp->resp.xrc_srq && srq_complete(qp->resp.xrc_srq, &wc, solicited, &overrun) &&
+		if (qp->resp.xrc_srq && srq_complete(qp->resp.xrc_srq, wc, solicited, &overrun) &&
 		    overrun && qp->state != IBV_QPS_ERR)
 			qp_fatal(qp, IBV_EVENT_QP_FATAL);
 		return;
 	}
-	if (!emu_cq_push(qp->recv_cq, &wc, solicited) && qp->state != IBV_QPS_ERR)
+	if (!emu_cq_push(qp->recv_cq, wc, solicited) && qp->state != IBV_QPS_ERR)
 		qp_fatal(qp, IBV_EVENT_QP_FATAL);
+}
+
+void qp_complete_recv(struct emu_qp *qp, const struct recv_wqe *rwqe, enum ibv_wc_status st,
+		      enum ibv_wc_opcode op, uint32_t byte_len, uint32_t ex, int wc_flags,
+		      bool solicited)
+{
+	struct ibv_wc wc;
+
+	qp_recv_wc(qp, rwqe, st, op, byte_len, ex, wc_flags, &wc);
+	qp_deliver_recv(qp, &wc, solicited);
 }
 
 static void flush_queues(struct emu_qp *qp)
@@ -294,6 +308,8 @@ static void flush_queues(struct emu_qp *qp)
 	struct recv_wqe flushed = { .sge = sge };
 	unsigned int sends = qp->sq.head - qp->comp.tail, recvs = 0;
 
+	/* Receives already executed complete as they were, before anything is flushed. */
+	responder_release_held(qp);
 	while (qp->comp.tail != qp->sq.head) {
 		struct send_wqe *wqe = &qp->sq.wqe[qp->comp.tail % qp->cap.max_send_wr];
 
@@ -459,6 +475,8 @@ static void reset_qp(struct emu_qp *qp)
 	qp->req.rd_atomic_out = 0;
 	qp->resp.have_cur_recv = false;
 	qp->resp.rnr_dropping = false;
+	/* Executed before the reset: their completions stand, as a NIC's written CQEs do. */
+	responder_release_held(qp);
 	qp->resp.ack_pending = false;
 	qp->resp.atomics_done = 0;
 	qp->comp.timer_ns = 0;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emu/counters.h"
@@ -51,21 +52,60 @@ static unsigned int build_aeth(const struct emu_qp *qp, uint8_t *hdr, uint8_t sy
 	return wire_build(hdr, &pkt);
 }
 
+void responder_release_held(struct emu_qp *qp)
+{
+	struct qp_resp_info *resp = &qp->resp;
+
+	/* A push that overruns the CQ takes the QP to ERR, whose flush comes back here for
+	 * the rest: each entry is taken before it is pushed. */
+	while (resp->released < resp->nheld) {
+		struct held_recv h = resp->held[resp->released++];
+
+		qp_deliver_recv(qp, &h.wc, h.solicited);
+	}
+	resp->nheld = resp->released = 0;
+}
+
 /*
  * ACKs are coalesced (IBTA 9.7.5.1.2: an ACK acknowledges every request before it): one for
- * all the WRITEs of one read from the stream. It goes out when the read ends, before any
- * other response (so PSNs on the wire stay in order) and before any receive completion
- * (complete_receive()).
+ * all the SENDs and WRITEs of one read from the stream. It goes out when the read ends,
+ * before any other response (so PSNs on the wire stay in order), and the receive
+ * completions it covers become visible only once it is handed to the stream: an answer the
+ * application sends on seeing one, on its other stream, comes after it, as on one wire.
  */
 void responder_flush_ack(struct emu_qp *qp, struct conn *c)
 {
 	uint8_t hdr[4 + WIRE_MAX_HDR];
 
-	if (!qp->resp.ack_pending)
-		return;
-	qp->resp.ack_pending = false;
-	conn_send_frame(c, hdr,
-			build_aeth(qp, hdr, AETH_ACK | AETH_ACK_NO_CREDIT, qp->resp.ack_psn));
+	if (qp->resp.ack_pending) {
+		qp->resp.ack_pending = false;
+		conn_send_frame(c, hdr, build_aeth(qp, hdr, AETH_ACK | AETH_ACK_NO_CREDIT,
+						   qp->resp.ack_psn));
+	}
+	responder_release_held(qp);
+}
+
+/*
+ * Keeps a receive completion until the owed ACK that covers it leaves; false if it is not
+ * kept (nothing owed, as on UC or after a NAK; an XRC target, whose SRQ reference goes with
+ * the request; no memory), and then the caller sends the ACK and pushes it at once. A full
+ * set sends the ACK early: at most RESP_HELD_MAX wait.
+ */
+static bool hold_recv(struct emu_qp *qp, struct conn *c, const struct ibv_wc *wc,
+		      bool solicited)
+{
+	struct qp_resp_info *resp = &qp->resp;
+
+	if (!resp->ack_pending || qp->type == IBV_QPT_XRC_RECV)
+		return false;
+	if (!resp->held && !(resp->held = calloc(RESP_HELD_MAX, sizeof(*resp->held))))
+		return false;
+	if (resp->nheld == RESP_HELD_MAX) {
+		responder_flush_ack(qp, c);
+		return false;
+	}
+	resp->held[resp->nheld++] = (struct held_recv){ .wc = *wc, .solicited = solicited };
+	return true;
 }
 
 /* Every response but the coalesced ACK: after that ACK. */
@@ -314,9 +354,17 @@ void responder_begin(struct emu_qp *qp, struct conn *c, const struct wire_packet
 		uc_begin(qp, pkt, sink);
 		return;
 	}
-	/* Before the request is seen: what the peer's ACKs on the other stream already said. */
-	if (pkt->acked)
+	/*
+	 * Before the request is seen: what the peer's ACKs on the other stream already said.
+	 * A send completion it makes comes after the receives completed before it, as before
+	 * they were held, if they share a CQ: those go out first, with their ACK.
+	 */
+	if (pkt->acked) {
+		if (qp->resp.nheld && qp->send_cq == qp->recv_cq &&
+		    completer_acks_any(qp, pkt->acked_psn))
+			responder_flush_ack(qp, c);
 		completer_acked(qp, pkt->acked_psn);
+	}
 	if (qp->resp.rnr_dropping) {
 		if (pkt->psn != qp->resp.epsn)
 			return;
@@ -469,9 +517,10 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 }
 
 /*
- * The ACKs owed go out first, as a NIC's do: a completion may make the application answer
+ * The ACKs owed go out first: a completion may make the application answer
  * at once, on another stream, and the answer must not overtake them (perftest's latency
- * tests with -e take the send completion first, from a one-entry CQ).
+ * tests with -e take the send completion first, from a one-entry CQ). So a completion
+ * whose ACK is still owed waits for it (hold_recv()), and one that cannot wait sends it.
  */
 static void complete_receive(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt,
 			     enum ibv_wc_status st)
@@ -481,17 +530,20 @@ static void complete_receive(struct emu_qp *qp, struct conn *c, const struct wir
 	uint32_t len = is_write(pkt->opcode) ? pkt->dma_len : (uint32_t)pkt->payload_len;
 	int flags = (hdrs & HDR_IMMDT) ? IBV_WC_WITH_IMM : 0;
 	uint32_t ex = pkt->imm;
+	struct ibv_wc wc;
 
 	if (!qp->resp.have_cur_recv)
 		return;
 	qp->resp.have_cur_recv = false;
-	responder_flush_ack(qp, c);
 	if ((hdrs & HDR_IETH) && st == IBV_WC_SUCCESS) {
 		flags = IBV_WC_WITH_INV;
 		ex = pkt->inv_rkey;
 	}
-	qp_complete_recv(qp, &qp->resp.cur_recv, st, op, st == IBV_WC_SUCCESS ? len : 0, ex, flags,
-			 pkt->solicited);
+	qp_recv_wc(qp, &qp->resp.cur_recv, st, op, st == IBV_WC_SUCCESS ? len : 0, ex, flags, &wc);
+	if (hold_recv(qp, c, &wc, pkt->solicited))
+		return;
+	responder_flush_ack(qp, c);
+	qp_deliver_recv(qp, &wc, pkt->solicited);
 }
 
 static void nak_and_fail(struct emu_qp *qp, struct conn *c, const struct wire_packet *pkt)

@@ -153,8 +153,8 @@ void hostile_ask_about_victims_stream(struct hostile *h, struct wire_verdict *v)
 	close(fd);
 }
 
-void hostile_prepare(struct hostile *h, struct rc_env *env, struct rc_end *victim,
-		     enum ibv_qp_type type)
+static void prepare(struct hostile *h, struct rc_env *env, struct rc_end *victim,
+		    enum ibv_qp_type type, bool one_cq)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sa);
@@ -177,6 +177,7 @@ void hostile_prepare(struct hostile *h, struct rc_env *env, struct rc_end *victi
 		rc_connect_uc(env, victim->qp, h->qpn, RC_ACCESS_ALL);
 	} else {
 		rc_default_opts(&o);
+		o.one_cq = one_cq;
 		rc_create_end(env, &o, victim);
 		rc_connect(victim->qp, &o, h->qpn, &env->gid);
 	}
@@ -184,10 +185,23 @@ void hostile_prepare(struct hostile *h, struct rc_env *env, struct rc_end *victi
 	h->mr = rc_reg(env, env->pd, h->buf->p, HOSTILE_BUF_LEN, RC_ACCESS_ALL);
 }
 
+void hostile_prepare(struct hostile *h, struct rc_env *env, struct rc_end *victim,
+		     enum ibv_qp_type type)
+{
+	prepare(h, env, victim, type, false);
+}
+
 void hostile_open_victim(struct hostile *h, struct rc_env *env, struct rc_end *victim,
 			 enum ibv_qp_type type)
 {
 	hostile_prepare(h, env, victim, type);
+	h->fd = hostile_open_stream(h, h->qpn);
+	hostile_answer_question(h, VERDICT_MINE);
+}
+
+void hostile_open_victim_one_cq(struct hostile *h, struct rc_env *env, struct rc_end *victim)
+{
+	prepare(h, env, victim, IBV_QPT_RC, true);
 	h->fd = hostile_open_stream(h, h->qpn);
 	hostile_answer_question(h, VERDICT_MINE);
 }

@@ -40,6 +40,8 @@ void hostile_prepare(struct hostile *h, struct rc_env *env, struct rc_end *victi
 /* hostile_prepare(), then our stream to the victim, which we vouch for: bound. */
 void hostile_open_victim(struct hostile *h, struct rc_env *env, struct rc_end *victim,
 			 enum ibv_qp_type type);
+/* hostile_open_victim() of an RC victim whose send and receive CQ are one. */
+void hostile_open_victim_one_cq(struct hostile *h, struct rc_env *env, struct rc_end *victim);
 /* A stream to the victim whose hello claims src_qpn (not verified yet). */
 int hostile_open_stream(struct hostile *h, uint32_t src_qpn);
 /* The next connection to our listener, with its hello read into *q. */

@@ -182,7 +182,7 @@ void rc_create_end(struct rc_env *env, const struct rc_qp_opts *o, struct rc_end
 	}
 	end->scq = ibv_create_cq(env->ctx, o->cqe, NULL, ch, 0);
 	assert_non_null(end->scq);
-	end->rcq = ibv_create_cq(env->ctx, o->cqe, NULL, ch, 0);
+	end->rcq = o->one_cq ? end->scq : ibv_create_cq(env->ctx, o->cqe, NULL, ch, 0);
 	assert_non_null(end->rcq);
 	init.send_cq = end->scq;
 	init.recv_cq = end->rcq;
@@ -196,7 +196,7 @@ void rc_destroy_end(struct rc_end *end)
 		ibv_destroy_qp(end->qp);
 	if (end->scq)
 		ibv_destroy_cq(end->scq);
-	if (end->rcq)
+	if (end->rcq && end->rcq != end->scq)
 		ibv_destroy_cq(end->rcq);
 	memset(end, 0, sizeof(*end));
 }

@@ -42,6 +42,7 @@ struct rc_qp_opts {
 	int cqe;			/* depth of each of the QP's send and receive CQs */
 	int sq_sig_all;
 	bool use_channel;		/* both CQs report to env->channel */
+	bool one_cq;			/* send and receive completions in one CQ (scq == rcq) */
 	struct ibv_pd *pd;		/* NULL: env->pd */
 };
 

@@ -217,6 +217,222 @@ static void test_piggybacked_ack_completes_the_send_first(void **state)
 	hostile_close(&h);
 }
 
+/* Appends one request frame (headers from pkt, payload_bytes of 0xee) to buf at *len. */
+static void append_request(struct hostile *h, uint8_t *buf, size_t cap, size_t *len,
+			   struct wire_packet *pkt, size_t payload_bytes)
+{
+	unsigned int n;
+
+	pkt->qpn = h->victim->qp->qp_num;
+	assert_true(*len + 4 + WIRE_MAX_HDR + payload_bytes <= cap);
+	n = wire_build(buf + *len, pkt);
+	memset(buf + *len + n, 0xee, payload_bytes);
+	*len += n + payload_bytes;
+}
+
+/* n SENDs of 8 bytes, PSNs first.. on, into buf at *len. */
+static void append_sends(struct hostile *h, uint8_t *buf, size_t cap, size_t *len,
+			 uint32_t first, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct wire_packet pkt = { .opcode = OP_RC_SEND_ONLY, .ack_req = true,
+					   .psn = first + (uint32_t)i, .payload_len = 8 };
+
+		append_request(h, buf, cap, len, &pkt, 8);
+	}
+}
+
+/* n receives of 16 bytes each in the peer's region, wr_ids first.. on. */
+static void post_recvs(struct hostile *h, uint64_t first, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = rc_sge(h->buf->p + 16 * (first + (uint64_t)i), 16, h->mr);
+
+		rc_post_recv(h->victim->qp, first + (uint64_t)i, &sge, 1);
+	}
+}
+
+static void expect_recvs(struct hostile *h, uint64_t first, int n)
+{
+	struct ibv_wc wc;
+
+	for (int i = 0; i < n; i++) {
+		rc_expect_wc(h->env->b.rcq, first + (uint64_t)i, IBV_WC_SUCCESS, &wc);
+		assert_int_equal(wc.opcode, IBV_WC_RECV);
+		assert_int_equal(wc.byte_len, 8);
+	}
+}
+
+/* Nothing more arrives on our stream for a while. */
+static void expect_no_response(struct hostile *h)
+{
+	struct pollfd pfd = { .fd = h->fd, .events = POLLIN };
+
+	assert_int_equal(poll(&pfd, 1, RC_QUIET_MS), 0);
+}
+
+#define BATCH 8
+
+/*
+ * SENDs that arrive together are answered by one ACK, for the last of them (IBTA
+ * 9.7.5.1.2), as WRITEs are; their receives complete, in order. One send() of a few hundred
+ * bytes is one segment on loopback: the victim reads them all at once.
+ */
+static void test_sends_read_together_share_one_ack(void **state)
+{
+	uint8_t frames[BATCH * (4 + WIRE_MAX_HDR + 8)];
+	struct wire_packet resp;
+	struct hostile h;
+	size_t len = 0;
+
+	open_victim(*state, &h);
+	post_recvs(&h, 0, BATCH);
+	append_sends(&h, frames, sizeof(frames), &len, 0, BATCH);
+	hostile_send_bytes(&h, frames, len);
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.opcode, OP_RC_ACK);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
+	assert_int_equal(resp.psn, BATCH - 1);
+	expect_recvs(&h, 0, BATCH);
+	expect_no_response(&h);
+	rc_expect_no_wc(h.env->b.rcq, 0);
+	hostile_close(&h);
+}
+
+/*
+ * A NAK ends a run of SENDs: the ACK of those before it goes first, their receives complete
+ * as executed, and only then are the rest flushed, in the order they were posted.
+ */
+static void test_held_receives_complete_before_the_flush(void **state)
+{
+	uint8_t frames[4 * (4 + WIRE_MAX_HDR + 8)];
+	struct wire_packet resp, write = { .opcode = OP_RC_WRITE_ONLY, .ack_req = true, .psn = 2,
+					   .dma_len = 8, .payload_len = 8 };
+	struct hostile h;
+	size_t len = 0;
+
+	open_victim(*state, &h);
+	post_recvs(&h, 0, 4);
+	append_sends(&h, frames, sizeof(frames), &len, 0, 2);
+	write.va = (uintptr_t)h.buf->p;
+	write.rkey = h.mr->rkey + 1;	/* no such key */
+	append_request(&h, frames, sizeof(frames), &len, &write, 8);
+	hostile_send_bytes(&h, frames, len);
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
+	assert_int_equal(resp.psn, 1);
+	hostile_expect_nak(&h, NAK_REMOTE_ACCESS);
+	expect_recvs(&h, 0, 2);
+	rc_expect_wc(h.env->b.rcq, 2, IBV_WC_WR_FLUSH_ERR, NULL);
+	rc_expect_wc(h.env->b.rcq, 3, IBV_WC_WR_FLUSH_ERR, NULL);
+	rc_wait_state(h.env->b.qp, IBV_QPS_ERR);
+	hostile_close(&h);
+}
+
+/*
+ * A SEND with no receive for it is answered with an RNR NAK after the ACK of those before
+ * it, whose receives complete; resent once a receive is posted, it lands there.
+ */
+static void test_rnr_nak_follows_the_ack_of_the_sends_before(void **state)
+{
+	uint8_t frames[3 * (4 + WIRE_MAX_HDR + 8)];
+	struct wire_packet resp;
+	struct hostile h;
+	size_t len = 0;
+
+	open_victim(*state, &h);
+	post_recvs(&h, 0, 2);
+	append_sends(&h, frames, sizeof(frames), &len, 0, 3);
+	hostile_send_bytes(&h, frames, len);
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
+	assert_int_equal(resp.psn, 1);
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_RNR_NAK);
+	assert_int_equal(resp.psn, 2);
+	expect_recvs(&h, 0, 2);
+	post_recvs(&h, 2, 1);
+	len = 0;
+	append_sends(&h, frames, sizeof(frames), &len, 2, 1);
+	hostile_send_bytes(&h, frames, len);
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
+	assert_int_equal(resp.psn, 2);
+	expect_recvs(&h, 2, 1);
+	assert_int_equal(rc_state(h.env->b.qp), IBV_QPS_RTS);
+	hostile_close(&h);
+}
+
+/*
+ * SENDs whose stream ends in the read that brought them cannot be ACKed on it: their
+ * receives complete all the same (they were executed), and the requester's resends on the
+ * next stream are duplicates, ACKed and not delivered again.
+ */
+static void test_sends_cut_off_before_their_ack_still_complete(void **state)
+{
+	uint8_t frames[BATCH * (4 + WIRE_MAX_HDR + 8)];
+	struct wire_packet resp;
+	struct hostile h;
+	size_t len = 0;
+
+	open_victim(*state, &h);
+	post_recvs(&h, 0, BATCH);
+	append_sends(&h, frames, sizeof(frames), &len, 0, 3);
+	hostile_send_bytes(&h, frames, len);
+	close(h.fd);
+	expect_recvs(&h, 0, 3);
+	h.fd = hostile_open_stream(&h, h.qpn);
+	hostile_answer_question(&h, VERDICT_MINE);
+	hostile_send_bytes(&h, frames, len);	/* the same three again */
+	do
+		hostile_read_response(&h, &resp);
+	while (resp.psn != 2);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
+	rc_expect_no_wc(h.env->b.rcq, RC_QUIET_MS);
+	assert_int_equal(rc_state(h.env->b.qp), IBV_QPS_RTS);
+	hostile_close(&h);
+}
+
+/*
+ * With one CQ for both queues, a send completion a piggybacked ACK brings comes after the
+ * receive completed before it and before the one its carrier fills: the receives held for
+ * the coalesced ACK go out first, with that ACK, as each SEND was once ACKed at once.
+ */
+static void test_one_cq_keeps_receives_and_piggybacked_sends_in_order(void **state)
+{
+	uint8_t frames[2 * (4 + WIRE_MAX_HDR + 8)];
+	struct wire_packet req, resp, send1 = { .opcode = OP_RC_SEND_ONLY, .ack_req = true,
+					      .psn = 1, .payload_len = 8, .acked = true };
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .wr_id = 100, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	struct hostile h;
+	size_t len = 0;
+
+	hostile_open_victim_one_cq(&h, *state, &((struct rc_env *)*state)->b);
+	assert_ptr_equal(h.victim->scq, h.victim->rcq);
+	post_recvs(&h, 0, 2);
+	sge = rc_sge(h.buf->p + 1024, 16, h.mr);
+	assert_int_equal(ibv_post_send(h.victim->qp, &wr, &bad), 0);
+	hostile_read_victims_request(&h, &req);
+	assert_int_equal(req.opcode, OP_RC_SEND_ONLY);
+	append_sends(&h, frames, sizeof(frames), &len, 0, 1);
+	send1.acked_psn = req.psn;	/* the second SEND acknowledges the victim's */
+	append_request(&h, frames, sizeof(frames), &len, &send1, 8);
+	hostile_send_bytes(&h, frames, len);
+	rc_expect_wc(h.victim->rcq, 0, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(h.victim->rcq, 100, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(h.victim->rcq, 1, IBV_WC_SUCCESS, NULL);
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
+	assert_int_equal(resp.psn, 0);
+	hostile_read_response(&h, &resp);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
+	assert_int_equal(resp.psn, 1);
+	hostile_close(&h);
+}
+
 static void test_truncated_frame_touches_only_the_named_range(void **state)
 {
 	struct hostile h;
@@ -328,6 +544,17 @@ int main(void)
 						rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_piggybacked_ack_completes_the_send_first,
 						rc_setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(test_sends_read_together_share_one_ack, rc_setup,
+						rc_teardown),
+		cmocka_unit_test_setup_teardown(test_held_receives_complete_before_the_flush,
+						rc_setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(test_rnr_nak_follows_the_ack_of_the_sends_before,
+						rc_setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(test_sends_cut_off_before_their_ack_still_complete,
+						rc_setup, rc_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_one_cq_keeps_receives_and_piggybacked_sends_in_order, rc_setup,
+			rc_teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_frame_touches_only_the_named_range,
 						rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_send_cut_off_keeps_its_receive, rc_setup,
