@@ -517,6 +517,16 @@ static void do_atomic(struct emu_qp *qp, struct conn *c, const struct wire_packe
 }
 
 /*
+ * Whether this request's end completes a receive: it consumes one, and holds it. A receive
+ * held from a message cut off with its stream waits for that message's resend; a request
+ * of another kind (a peer that does not resend) neither completes nor fails it.
+ */
+static bool holds_recv_for(const struct emu_qp *qp, const struct wire_packet *pkt)
+{
+	return qp->resp.have_cur_recv && (wire_opcodes[pkt->opcode].flags & OPF_RECV_WQE);
+}
+
+/*
  * The ACKs owed go out first: a completion may make the application answer
  * at once, on another stream, and the answer must not overtake them (perftest's latency
  * tests with -e take the send completion first, from a one-entry CQ). So a completion
@@ -532,7 +542,7 @@ static void complete_receive(struct emu_qp *qp, struct conn *c, const struct wir
 	uint32_t ex = pkt->imm;
 	struct ibv_wc wc;
 
-	if (!qp->resp.have_cur_recv)
+	if (!holds_recv_for(qp, pkt))
 		return;
 	qp->resp.have_cur_recv = false;
 	if ((hdrs & HDR_IETH) && st == IBV_WC_SUCCESS) {
@@ -553,7 +563,7 @@ static void nak_and_fail(struct emu_qp *qp, struct conn *c, const struct wire_pa
 
 	send_aeth(qp, c, AETH_NAK | resp->nak_code, pkt->psn);
 	resp->recv_status = IBV_WC_SUCCESS;
-	if (!resp->have_cur_recv) {
+	if (!holds_recv_for(qp, pkt)) {
 		qp_fatal(qp, resp->nak_code == NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :
 								   IBV_EVENT_QP_REQ_ERR);
 		return;

@@ -454,6 +454,49 @@ static void test_truncated_frame_touches_only_the_named_range(void **state)
 }
 
 /*
+ * Receives 1 and 2 posted at the victim (4 KiB each, in *rbuf), then a SEND of 2000 bytes
+ * at PSN 0 cut off with its stream after 300, and a new stream of ours bound in its place.
+ */
+static void cut_send_and_reconnect(struct rc_env *env, struct hostile *h, struct rc_buf **rbuf)
+{
+	struct wire_packet pkt = { .opcode = OP_RC_SEND_ONLY, .ack_req = true, .payload_len = 2000 };
+	struct ibv_mr *rmr;
+	struct ibv_sge sge;
+
+	open_victim(env, h);
+	*rbuf = rc_alloc(env, 2 * 4096);
+	rmr = rc_reg(env, env->pd, (*rbuf)->p, 2 * 4096, RC_ACCESS_ALL);
+	sge = rc_sge((*rbuf)->p, 4096, rmr);
+	rc_post_recv(env->b.qp, 1, &sge, 1);
+	sge = rc_sge((*rbuf)->p + 4096, 4096, rmr);
+	rc_post_recv(env->b.qp, 2, &sge, 1);
+	hostile_send_request(h, &pkt, 300);	/* promises 2000 bytes, sends 300, hangs up */
+	close(h->fd);
+	h->fd = hostile_open_stream(h, h->qpn);
+	hostile_answer_question(h, VERDICT_MINE);
+}
+
+/* A SEND of len bytes at psn lands in receive 1, whole, and nothing else completes. */
+static void expect_send_lands_in_first_receive(struct rc_env *env, struct hostile *h,
+					       struct rc_buf *rbuf, uint32_t psn, uint32_t len)
+{
+	struct wire_packet pkt = { .opcode = OP_RC_SEND_ONLY, .ack_req = true, .psn = psn,
+				   .payload_len = len };
+	struct wire_packet resp;
+	struct ibv_wc wc;
+
+	hostile_send_request(h, &pkt, len);
+	hostile_read_response(h, &resp);
+	assert_int_equal(resp.opcode, OP_RC_ACK);
+	rc_expect_wc(env->b.rcq, 1, IBV_WC_SUCCESS, &wc);
+	assert_int_equal(wc.byte_len, len);
+	for (size_t i = 0; i < len; i++)
+		assert_int_equal(rbuf->p[i], 0xee);
+	rc_expect_no_wc(env->b.rcq, RC_QUIET_MS);
+	assert_int_equal(rc_state(env->b.qp), IBV_QPS_RTS);
+}
+
+/*
  * A SEND cut off with its stream keeps the receive it had taken: the resent SEND (the same
  * PSN, on the next stream) lands in that receive, and the one posted after it stays
  * posted, as rxe keeps resp.wqe. Taking a second one would lose the first: never
@@ -462,34 +505,35 @@ static void test_truncated_frame_touches_only_the_named_range(void **state)
 static void test_send_cut_off_keeps_its_receive(void **state)
 {
 	struct rc_env *env = *state;
-	struct wire_packet pkt = { .opcode = OP_RC_SEND_ONLY, .ack_req = true, .payload_len = 2000 };
-	struct wire_packet resp;
 	struct rc_buf *rbuf;
-	struct ibv_mr *rmr;
-	struct ibv_sge sge;
-	struct ibv_wc wc;
 	struct hostile h;
 
-	open_victim(env, &h);
-	rbuf = rc_alloc(env, 2 * 4096);
-	rmr = rc_reg(env, env->pd, rbuf->p, 2 * 4096, RC_ACCESS_ALL);
-	sge = rc_sge(rbuf->p, 4096, rmr);
-	rc_post_recv(env->b.qp, 1, &sge, 1);
-	sge = rc_sge(rbuf->p + 4096, 4096, rmr);
-	rc_post_recv(env->b.qp, 2, &sge, 1);
-	hostile_send_request(&h, &pkt, 300);	/* promises 2000 bytes, sends 300, hangs up */
-	close(h.fd);
-	h.fd = hostile_open_stream(&h, h.qpn);
-	hostile_answer_question(&h, VERDICT_MINE);
-	hostile_send_request(&h, &pkt, 2000);	/* the requester's retransmission */
+	cut_send_and_reconnect(env, &h, &rbuf);
+	expect_send_lands_in_first_receive(env, &h, rbuf, 0, 2000);	/* the retransmission */
+	hostile_close(&h);
+}
+
+/*
+ * A peer that does not resend the cut SEND but puts a WRITE at its PSN: the WRITE neither
+ * completes nor fails the receive held for the SEND (it consumes none); the next SEND does.
+ */
+static void test_write_after_cut_send_leaves_its_receive(void **state)
+{
+	struct rc_env *env = *state;
+	struct wire_packet pkt = { .opcode = OP_RC_WRITE_ONLY, .ack_req = true, .dma_len = 8,
+				   .payload_len = 8 };
+	struct wire_packet resp;
+	struct rc_buf *rbuf;
+	struct hostile h;
+
+	cut_send_and_reconnect(env, &h, &rbuf);
+	pkt.va = (uintptr_t)h.buf->p;
+	pkt.rkey = h.mr->rkey;
+	hostile_send_request(&h, &pkt, 8);
 	hostile_read_response(&h, &resp);
 	assert_int_equal(resp.opcode, OP_RC_ACK);
-	rc_expect_wc(env->b.rcq, 1, IBV_WC_SUCCESS, &wc);
-	assert_int_equal(wc.byte_len, 2000);
-	for (size_t i = 0; i < 2000; i++)
-		assert_int_equal(rbuf->p[i], 0xee);
 	rc_expect_no_wc(env->b.rcq, RC_QUIET_MS);
-	assert_int_equal(rc_state(env->b.qp), IBV_QPS_RTS);
+	expect_send_lands_in_first_receive(env, &h, rbuf, 1, 100);
 	hostile_close(&h);
 }
 
@@ -559,6 +603,8 @@ int main(void)
 						rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_send_cut_off_keeps_its_receive, rc_setup,
 						rc_teardown),
+		cmocka_unit_test_setup_teardown(test_write_after_cut_send_leaves_its_receive,
+						rc_setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_garbage_hello_is_hung_up_on, rc_setup,
 						rc_teardown),
 	};
