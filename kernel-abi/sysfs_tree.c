@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,8 +258,11 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+	static const int run_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+					   SIGALRM };
 	char uverbs[32], why[RUN_DIR_WHY_LEN];
 	bool temp = argc >= 3 && !strcmp(argv[1], "--in");
+	sigset_t held, was;
 
 	if (argc >= 3 && !strcmp(argv[1], "--counters"))
 		return counters_command(argv[2], argc - 3, argv + 3);
@@ -282,9 +286,20 @@ int main(int argc, char **argv)
 	if (getenv("SOFTRDMA_REAL_CDEV_DIR"))
 		real_cdev_dir = getenv("SOFTRDMA_REAL_CDEV_DIR");
 
+	/*
+	 * `softrdma run` traps these to remove the tree, and a signal sent to its whole
+	 * process group (timeout(1)) reaches us too: held until the path is out, so that a
+	 * tree we made is always one the caller knows of. Then it takes effect.
+	 */
+	sigemptyset(&held);
+	for (size_t i = 0; i < sizeof(run_signals) / sizeof(run_signals[0]); i++)
+		sigaddset(&held, run_signals[i]);
+	sigprocmask(SIG_BLOCK, &held, &was);
 	snprintf(uverbs, sizeof(uverbs), "uverbs%d", pick_uverbs_index());
 	create_tree(argv[temp ? 2 : 1], temp, temp && argc == 4 ? argv[3] : "softrdma-sysfs");
 	write_tree(uverbs);
 	printf("%s\n", uverbs);
+	fflush(stdout);
+	sigprocmask(SIG_SETMASK, &was, NULL);
 	return 0;
 }

@@ -61,4 +61,16 @@ done
 	fail "SIGTERM to the process group: other statuses (round:status):$odd"
 left=$(ls -d "$tmp"/softrdma-sysfs.* 2>/dev/null)
 [ -z "$left" ] && pass "and no tree is left" || fail "left behind: $left"
+# The same signal while the tree is still being made (softrdma-sysfs, in the group too,
+# gets it as well): the run may end before the command starts, but never leaves a tree.
+for i in $(seq 40); do
+	setsid "$SOFTRDMA" run -- sleep 30 &
+	run_pid=$!
+	sleep "0.0$((i % 10))"
+	kill -TERM -- "-$run_pid" 2>/dev/null
+	wait "$run_pid"
+done
+left=$(ls -d "$tmp"/softrdma-sysfs.* 2>/dev/null)
+[ -z "$left" ] && pass "TERM to the group while the tree is made, 40 times: no tree left" ||
+	fail "TERM while the tree is made left behind: $left"
 finish
