@@ -593,6 +593,19 @@ int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struc
 	return rc_post_rdma_imm(qp, wr_id, op, sge, num_sge, remote_addr, rkey, 0);
 }
 
+void rc_expect_write_lands(struct rc_env *env, uint64_t wr_id, void *src,
+			   const struct ibv_mr *src_mr, uint64_t remote, uint32_t rkey,
+			   const void *landing, uint32_t len, uint8_t seed, const char *what)
+{
+	struct ibv_sge sge = rc_sge(src, len, src_mr);
+
+	rc_fill(src, len, seed);
+	assert_int_equal(rc_post_rdma(env->a.qp, wr_id, IBV_WR_RDMA_WRITE, &sge, 1, remote, rkey),
+			 0);
+	rc_expect_wc(env->a.scq, wr_id, IBV_WC_SUCCESS, NULL);
+	rc_expect_pattern(landing, len, seed, what);
+}
+
 int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		   uint64_t swap)

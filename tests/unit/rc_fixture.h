@@ -162,6 +162,13 @@ int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		   uint64_t swap);
+/*
+ * The pair moves data: len bytes of the pattern `seed`, filled into src, WRITTEN from A to
+ * remote under rkey, complete on A's send CQ and are then found at landing (B's view of remote).
+ */
+void rc_expect_write_lands(struct rc_env *env, uint64_t wr_id, void *src,
+			   const struct ibv_mr *src_mr, uint64_t remote, uint32_t rkey,
+			   const void *landing, uint32_t len, uint8_t seed, const char *what);
 
 /* The port counter NAME from the run's device tree (see `softrdma counters`). */
 uint64_t rc_port_counter(const char *name);
