@@ -569,20 +569,28 @@ void rc_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge, int nu
 	assert_int_equal(ibv_post_recv(qp, &wr, &bad), 0);
 }
 
-int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
-		     struct ibv_sge *sge, int num_sge, uint64_t remote_addr, uint32_t rkey,
-		     __be32 imm_data)
+struct ibv_send_wr rc_signaled_wr(uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
+				  int num_sge)
 {
-	struct ibv_send_wr wr = {
+	return (struct ibv_send_wr){
 		.wr_id = wr_id,
 		.sg_list = sge,
 		.num_sge = num_sge,
 		.opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
-		.imm_data = imm_data,
-		.wr.rdma = { .remote_addr = remote_addr, .rkey = rkey },
 	};
+}
+
+int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
+		     struct ibv_sge *sge, int num_sge, uint64_t remote_addr, uint32_t rkey,
+		     __be32 imm_data)
+{
+	struct ibv_send_wr wr = rc_signaled_wr(wr_id, op, sge, num_sge);
 	struct ibv_send_wr *bad = NULL;
+
+	wr.imm_data = imm_data;
+	wr.wr.rdma.remote_addr = remote_addr;
+	wr.wr.rdma.rkey = rkey;
 
 	return ibv_post_send(qp, &wr, &bad);
 }
@@ -610,16 +618,13 @@ int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		   uint64_t swap)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = sge,
-		.num_sge = 1,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.atomic = { .remote_addr = remote_addr, .rkey = rkey,
-			       .compare_add = compare_add, .swap = swap },
-	};
+	struct ibv_send_wr wr = rc_signaled_wr(wr_id, op, sge, 1);
 	struct ibv_send_wr *bad = NULL;
+
+	wr.wr.atomic.remote_addr = remote_addr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = compare_add;
+	wr.wr.atomic.swap = swap;
 
 	return ibv_post_send(qp, &wr, &bad);
 }

@@ -114,6 +114,7 @@ static int connect_tgt(struct ibv_qp *qp, uint32_t ini_qpn, const union ibv_gid 
 static int connect_ini(struct ibv_qp *qp, uint32_t tgt_qpn, const union ibv_gid *gid)
 {
 	struct ibv_qp_attr a = xrc_rtr_attr(tgt_qpn, 0, gid);
+	struct rc_qp_opts o;
 	int ret = xrc_to_init(qp, 0);
 
 	if (ret)
@@ -122,30 +123,19 @@ static int connect_ini(struct ibv_qp *qp, uint32_t tgt_qpn, const union ibv_gid 
 				    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0x1234;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC);
+	/* RTR -> RTS is RC's, starting at the PSN the target expects. */
+	rc_default_opts(&o);
+	o.sq_psn = 0x1234;
+	return rc_modify_rts(qp, &o);
 }
 
 static int post_xrc(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		    uint32_t srqn, uint64_t remote_addr, uint32_t rkey)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = sge,
-		.num_sge = 1,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = remote_addr, .rkey = rkey },
-	}, *bad;
+	struct ibv_send_wr wr = rc_signaled_wr(wr_id, op, sge, 1), *bad;
 
+	wr.wr.rdma.remote_addr = remote_addr;
+	wr.wr.rdma.rkey = rkey;
 	wr.qp_type.xrc.remote_srqn = srqn;
 	return ibv_post_send(qp, &wr, &bad);
 }
