@@ -53,6 +53,13 @@ static inline void case_add_table(struct case_list *l, CMUnitTestFunction fn,
 	}
 }
 
+/* Every test of an array of them, in order: a file's single tests beside its tables. */
+#define CASE_TESTS(l, tests)								\
+	do {										\
+		for (size_t i_ = 0; i_ < sizeof(tests) / sizeof((tests)[0]); i_++)	\
+			case_add((l), (tests)[i_]);					\
+	} while (0)
+
 #define CASE_TABLE(l, fn, setup, teardown, rows)					\
 	case_add_table((l), (fn), (setup), (teardown), (rows),				\
 		       sizeof(rows) / sizeof((rows)[0]), sizeof((rows)[0]))

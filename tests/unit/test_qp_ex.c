@@ -889,7 +889,6 @@ int main(void)
 	struct case_list l = { 0 };
 
 	CASE_TABLE(&l, run_one_wr, setup_qp, teardown_qp, one_wr_cases);
-	for (size_t i = 0; i < ARRAY_SIZE(tests); i++)
-		case_add(&l, tests[i]);
+	CASE_TESTS(&l, tests);
 	return case_run(&l);
 }
