@@ -41,6 +41,18 @@ struct poster {
 	int index;
 };
 
+/*
+ * After a post's ret: true, having yielded, when it is to be tried again. A full queue
+ * refuses with ENOMEM until the pollers make room, which they do well before deadline_ms.
+ */
+static bool try_again(int ret, uint64_t deadline_ms)
+{
+	if (ret != ENOMEM || rc_now_ms() >= deadline_ms)
+		return false;
+	sched_yield();
+	return true;
+}
+
 static void *post_loop(void *arg)
 {
 	struct poster *p = arg;
@@ -58,10 +70,9 @@ static void *post_loop(void *arg)
 		struct ibv_send_wr *bad;
 		int ret;
 
-		/* A full send queue refuses with ENOMEM until the pollers make room. */
-		while ((ret = ibv_post_send(s->qp, &wr, &bad)) == ENOMEM &&
-		       rc_now_ms() < s->deadline_ms)
-			sched_yield();
+		do
+			ret = ibv_post_send(s->qp, &wr, &bad);
+		while (try_again(ret, s->deadline_ms));
 		if (ret)
 			atomic_fetch_add(&s->post_errors, 1);
 	}
@@ -199,9 +210,9 @@ static void *post_receives(void *arg)
 		struct ibv_recv_wr *bad;
 		int ret;
 
-		while ((ret = ibv_post_recv(r->qp, &wr, &bad)) == ENOMEM &&
-		       rc_now_ms() < r->deadline_ms)
-			sched_yield();
+		do
+			ret = ibv_post_recv(r->qp, &wr, &bad);
+		while (try_again(ret, r->deadline_ms));
 		if (ret)
 			atomic_fetch_add(r->errors, 1);
 	}
