@@ -159,6 +159,22 @@ static char *temp_file(void)
 	return path;
 }
 
+/* A CQ and a domain of the test's own, for its XRC SRQs and QPs. */
+static void open_cq_and_xrcd(struct rc_env *env, struct ibv_cq **cq, struct ibv_xrcd **xrcd)
+{
+	*cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
+	*xrcd = open_xrcd(env, -1, 0);
+	assert_non_null(*cq);
+	assert_non_null(*xrcd);
+}
+
+/* Both close once the test's SRQs and QPs are gone. */
+static void close_xrcd_and_cq(struct ibv_xrcd *xrcd, struct ibv_cq *cq)
+{
+	assert_int_equal(ibv_close_xrcd(xrcd), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+}
+
 /* Objects and their rules. */
 
 static void test_device_says_xrc(void **state)
@@ -222,13 +238,12 @@ static void test_open_xrcd_rules(void **state)
 static void test_close_xrcd_busy_while_used(void **state)
 {
 	struct rc_env *env = *state;
-	struct ibv_cq *cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
-	struct ibv_xrcd *xrcd = open_xrcd(env, -1, 0);
+	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd;
 	struct ibv_srq *srq;
 	struct ibv_qp *tgt;
 
-	assert_non_null(cq);
-	assert_non_null(xrcd);
+	open_cq_and_xrcd(env, &cq, &xrcd);
 	srq = make_xrc_srq(env->ctx, env->pd, xrcd, cq);
 	assert_non_null(srq);
 	assert_int_equal(ibv_close_xrcd(xrcd), EBUSY);
@@ -239,28 +254,26 @@ static void test_close_xrcd_busy_while_used(void **state)
 	assert_non_null(tgt);
 	assert_int_equal(ibv_close_xrcd(xrcd), EBUSY);
 	assert_int_equal(ibv_destroy_qp(tgt), 0);
-	assert_int_equal(ibv_close_xrcd(xrcd), 0);
-	assert_int_equal(ibv_destroy_cq(cq), 0);
+	close_xrcd_and_cq(xrcd, cq);
 }
 
 static void test_xrc_srq_rules(void **state)
 {
 	struct rc_env *env = *state;
-	struct ibv_cq *cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
-	struct ibv_xrcd *xrcd = open_xrcd(env, -1, 0);
+	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd;
 	struct ibv_srq_init_attr_ex attr = {
 		.attr = { .max_wr = 4, .max_sge = 1 },
 		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
 			     IBV_SRQ_INIT_ATTR_PD,
 		.srq_type = IBV_SRQT_XRC,
-		.xrcd = xrcd,
 		.pd = env->pd,
 	};
 	struct ibv_srq *s1, *s2;
 	uint32_t n1, n2;
 
-	assert_non_null(cq);
-	assert_non_null(xrcd);
+	open_cq_and_xrcd(env, &cq, &xrcd);
+	attr.xrcd = xrcd;
 	/* Without its CQ. */
 	assert_null(ibv_create_srq_ex(env->ctx, &attr));
 	assert_int_equal(errno, EINVAL);
@@ -275,20 +288,18 @@ static void test_xrc_srq_rules(void **state)
 	assert_true(n1 <= 0xffffff && n2 <= 0xffffff);
 	assert_int_equal(ibv_destroy_srq(s2), 0);
 	assert_int_equal(ibv_destroy_srq(s1), 0);
-	assert_int_equal(ibv_close_xrcd(xrcd), 0);
-	assert_int_equal(ibv_destroy_cq(cq), 0);
+	close_xrcd_and_cq(xrcd, cq);
 }
 
 /* A destroyed SRQ's number is not the next SRQ's: a late request for it finds nothing. */
 static void test_srq_numbers_not_reused_at_once(void **state)
 {
 	struct rc_env *env = *state;
-	struct ibv_cq *cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
-	struct ibv_xrcd *xrcd = open_xrcd(env, -1, 0);
+	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd;
 	uint32_t seen[200];
 
-	assert_non_null(cq);
-	assert_non_null(xrcd);
+	open_cq_and_xrcd(env, &cq, &xrcd);
 	for (int i = 0; i < 200; i++) {
 		struct ibv_srq *srq = make_xrc_srq(env->ctx, env->pd, xrcd, cq);
 
@@ -298,25 +309,23 @@ static void test_srq_numbers_not_reused_at_once(void **state)
 			assert_int_not_equal(seen[i], seen[j]);
 		assert_int_equal(ibv_destroy_srq(srq), 0);
 	}
-	assert_int_equal(ibv_close_xrcd(xrcd), 0);
-	assert_int_equal(ibv_destroy_cq(cq), 0);
+	close_xrcd_and_cq(xrcd, cq);
 }
 
 static void test_xrc_qp_parts(void **state)
 {
 	struct rc_env *env = *state;
-	struct ibv_cq *cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
-	struct ibv_xrcd *xrcd = open_xrcd(env, -1, 0);
+	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd;
 	struct ibv_qp_init_attr_ex attr = { .qp_type = IBV_QPT_XRC_RECV,
 					    .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = env->pd };
-	struct ibv_qp_init_attr legacy = { .qp_type = IBV_QPT_XRC_RECV, .send_cq = cq,
-					   .recv_cq = cq };
+	struct ibv_qp_init_attr legacy = { .qp_type = IBV_QPT_XRC_RECV };
 	struct ibv_recv_wr rwr = { .wr_id = 1 }, *rbad;
 	struct ibv_send_wr swr = { .wr_id = 1, .opcode = IBV_WR_SEND }, *sbad;
 	struct ibv_qp *ini, *tgt;
 
-	assert_non_null(cq);
-	assert_non_null(xrcd);
+	open_cq_and_xrcd(env, &cq, &xrcd);
+	legacy.send_cq = legacy.recv_cq = cq;
 	/* A target is made with its domain, and only so. */
 	assert_null(ibv_create_qp_ex(env->ctx, &attr));
 	assert_int_equal(errno, EINVAL);
@@ -350,8 +359,7 @@ static void test_xrc_qp_parts(void **state)
 	}
 	assert_int_equal(ibv_destroy_qp(ini), 0);
 	assert_int_equal(ibv_destroy_qp(tgt), 0);
-	assert_int_equal(ibv_close_xrcd(xrcd), 0);
-	assert_int_equal(ibv_destroy_cq(cq), 0);
+	close_xrcd_and_cq(xrcd, cq);
 }
 
 static struct ibv_qp *open_qp(struct rc_env *env, struct ibv_xrcd *xrcd, uint32_t qpn,
