@@ -9,6 +9,7 @@
  *   struct case_list l = { 0 };
  *   case_add(&l, (struct CMUnitTest)cmocka_unit_test(test_single));
  *   CASE_TABLE(&l, run_row, setup, teardown, rows);
+ *   CASE_TESTS(&l, tests);	(an array of single tests, all at once)
  *   return case_run(&l);
  *
  * Include after <cmocka.h>.
