@@ -87,6 +87,14 @@ static void cm(uint16_t type, uint8_t private_len)
 	len += sizeof(m);
 }
 
+/* A SEND, a SEND with immediate, and a third SEND that finds no receive left: RNR. */
+static void three_sends(uint8_t only, uint8_t only_imm)
+{
+	frame(only, 0, 0, 0, 0, 100);
+	frame(only_imm, 1, 0, 0, 0, 8);
+	frame(only, 2, 0, 0, 0, 100);
+}
+
 static void save(const char *dir, const char *name)
 {
 	char path[512];
@@ -131,9 +139,7 @@ int main(int argc, char **argv)
 	frame(OP_RC_WRITE_ONLY, 0, r1, KEY(1), 20000, 20000);	/* direct placement path */
 	save(stream, "write_large");
 	hello();
-	frame(OP_RC_SEND_ONLY, 0, 0, 0, 0, 100);
-	frame(OP_RC_SEND_ONLY_IMM, 1, 0, 0, 0, 8);
-	frame(OP_RC_SEND_ONLY, 2, 0, 0, 0, 100);	/* no receive left: RNR */
+	three_sends(OP_RC_SEND_ONLY, OP_RC_SEND_ONLY_IMM);
 	save(stream, "sends");
 	hello();
 	frame(OP_RC_READ_REQUEST, 0, r1, KEY(1), 256, 0);
@@ -155,9 +161,7 @@ int main(int argc, char **argv)
 	dst_qpn = XRC_QPN_HOLDER;
 	srqn = SRQN(1);
 	hello();
-	frame(OP_XRC_SEND_ONLY, 0, 0, 0, 0, 100);
-	frame(OP_XRC_SEND_ONLY_IMM, 1, 0, 0, 0, 8);
-	frame(OP_XRC_SEND_ONLY, 2, 0, 0, 0, 100);	/* no receive left: RNR */
+	three_sends(OP_XRC_SEND_ONLY, OP_XRC_SEND_ONLY_IMM);
 	save(stream, "xrc_sends");
 	hello();
 	frame(OP_XRC_WRITE_ONLY, 0, r1, KEY(1), 64, 64);

@@ -9,6 +9,7 @@
  *   struct case_list l = { 0 };
  *   case_add(&l, (struct CMUnitTest)cmocka_unit_test(test_single));
  *   CASE_TABLE(&l, run_row, setup, teardown, rows);
+ *   CASE_TESTS(&l, tests);	(an array of single tests, all at once)
  *   return case_run(&l);
  *
  * Include after <cmocka.h>.
@@ -52,6 +53,13 @@ static inline void case_add_table(struct case_list *l, CMUnitTestFunction fn,
 		});
 	}
 }
+
+/* Every test of an array of them, in order: a file's single tests beside its tables. */
+#define CASE_TESTS(l, tests)								\
+	do {										\
+		for (size_t i_ = 0; i_ < sizeof(tests) / sizeof((tests)[0]); i_++)	\
+			case_add((l), (tests)[i_]);					\
+	} while (0)
 
 #define CASE_TABLE(l, fn, setup, teardown, rows)					\
 	case_add_table((l), (fn), (setup), (teardown), (rows),				\

@@ -569,20 +569,28 @@ void rc_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge, int nu
 	assert_int_equal(ibv_post_recv(qp, &wr, &bad), 0);
 }
 
-int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
-		     struct ibv_sge *sge, int num_sge, uint64_t remote_addr, uint32_t rkey,
-		     __be32 imm_data)
+struct ibv_send_wr rc_signaled_wr(uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
+				  int num_sge)
 {
-	struct ibv_send_wr wr = {
+	return (struct ibv_send_wr){
 		.wr_id = wr_id,
 		.sg_list = sge,
 		.num_sge = num_sge,
 		.opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
-		.imm_data = imm_data,
-		.wr.rdma = { .remote_addr = remote_addr, .rkey = rkey },
 	};
+}
+
+int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
+		     struct ibv_sge *sge, int num_sge, uint64_t remote_addr, uint32_t rkey,
+		     __be32 imm_data)
+{
+	struct ibv_send_wr wr = rc_signaled_wr(wr_id, op, sge, num_sge);
 	struct ibv_send_wr *bad = NULL;
+
+	wr.imm_data = imm_data;
+	wr.wr.rdma.remote_addr = remote_addr;
+	wr.wr.rdma.rkey = rkey;
 
 	return ibv_post_send(qp, &wr, &bad);
 }
@@ -593,20 +601,30 @@ int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struc
 	return rc_post_rdma_imm(qp, wr_id, op, sge, num_sge, remote_addr, rkey, 0);
 }
 
+void rc_expect_write_lands(struct rc_env *env, uint64_t wr_id, void *src,
+			   const struct ibv_mr *src_mr, uint64_t remote, uint32_t rkey,
+			   const void *landing, uint32_t len, uint8_t seed, const char *what)
+{
+	struct ibv_sge sge = rc_sge(src, len, src_mr);
+
+	rc_fill(src, len, seed);
+	assert_int_equal(rc_post_rdma(env->a.qp, wr_id, IBV_WR_RDMA_WRITE, &sge, 1, remote, rkey),
+			 0);
+	rc_expect_wc(env->a.scq, wr_id, IBV_WC_SUCCESS, NULL);
+	rc_expect_pattern(landing, len, seed, what);
+}
+
 int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		   uint64_t swap)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = sge,
-		.num_sge = 1,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.atomic = { .remote_addr = remote_addr, .rkey = rkey,
-			       .compare_add = compare_add, .swap = swap },
-	};
+	struct ibv_send_wr wr = rc_signaled_wr(wr_id, op, sge, 1);
 	struct ibv_send_wr *bad = NULL;
+
+	wr.wr.atomic.remote_addr = remote_addr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = compare_add;
+	wr.wr.atomic.swap = swap;
 
 	return ibv_post_send(qp, &wr, &bad);
 }

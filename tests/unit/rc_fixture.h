@@ -150,9 +150,12 @@ void rc_drain_async(struct rc_env *env);
 
 /* Posts one receive; asserts it was accepted. */
 void rc_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge, int num_sge);
-/* Posts one signaled send WR; returns ibv_post_send()'s result. */
 /* One SGE: len bytes at p, in mr. */
 struct ibv_sge rc_sge(void *p, uint32_t len, const struct ibv_mr *mr);
+/* A signaled send WR of num_sge SGEs and nothing else: a test fills in the rest. */
+struct ibv_send_wr rc_signaled_wr(uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
+				  int num_sge);
+/* Posts one signaled send WR; returns ibv_post_send()'s result. */
 int rc_post_rdma(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		 int num_sge, uint64_t remote_addr, uint32_t rkey);
 /* The same with immediate data (network order), which only the *_WITH_IMM opcodes carry. */
@@ -162,6 +165,13 @@ int rc_post_rdma_imm(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		   struct ibv_sge *sge, uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
 		   uint64_t swap);
+/*
+ * The pair moves data: len bytes of the pattern `seed`, filled into src, WRITTEN from A to
+ * remote under rkey, complete on A's send CQ and are then found at landing (B's view of remote).
+ */
+void rc_expect_write_lands(struct rc_env *env, uint64_t wr_id, void *src,
+			   const struct ibv_mr *src_mr, uint64_t remote, uint32_t rkey,
+			   const void *landing, uint32_t len, uint8_t seed, const char *what);
 
 /* The port counter NAME from the run's device tree (see `softrdma counters`). */
 uint64_t rc_port_counter(const char *name);

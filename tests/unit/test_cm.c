@@ -21,13 +21,14 @@ static void start_connect(struct side *srv, struct side *cli, struct rdma_conn_p
 	assert_int_equal(rdma_connect(cli->id, param), 0);
 }
 
-/* start_connect, accepted and established on both sides; returns the server's id. */
-static struct rdma_cm_id *establish(struct side *srv, struct side *cli,
-				    struct rdma_conn_param *param)
+/* start_connect with the retries applications set, accepted and established on both sides;
+ * returns the server's id. */
+static struct rdma_cm_id *establish(struct side *srv, struct side *cli)
 {
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *conn;
 
-	start_connect(srv, cli, param);
+	start_connect(srv, cli, &param);
 	conn = accept_one(srv, NULL, 0);
 	expect_event(cli->ch, RDMA_CM_EVENT_ESTABLISHED);
 	expect_event(srv->ch, RDMA_CM_EVENT_ESTABLISHED);
@@ -144,11 +145,10 @@ static void test_connect_to_closed_port_is_rejected(void **state)
 static void test_server_disconnects(void **state)
 {
 	struct side srv = { 0 }, cli = { 0 };
-	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *conn;
 
 	(void)state;
-	conn = establish(&srv, &cli, &param);
+	conn = establish(&srv, &cli);
 	assert_int_equal(rdma_disconnect(conn), 0);
 	expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED);
 	expect_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED);
@@ -163,11 +163,10 @@ static void test_server_disconnects(void **state)
 static void test_destroy_while_connected(void **state)
 {
 	struct side srv = { 0 }, cli = { 0 };
-	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *conn;
 
 	(void)state;
-	conn = establish(&srv, &cli, &param);
+	conn = establish(&srv, &cli);
 	/* The client goes away without disconnecting: the server still hears of it. */
 	stop(&cli);
 	expect_event(srv.ch, RDMA_CM_EVENT_DISCONNECTED);

@@ -79,12 +79,9 @@ static void expect_pair_works(struct rc_env *env, struct pair_bufs *m, uint8_t s
 	struct ibv_sge rsge = rc_sge(m->b->p, PAIR_LEN, m->bmr);
 	struct ibv_wc wc;
 
-	rc_fill(m->a->p, PAIR_LEN, seed);
 	memset(m->b->p, 0, PAIR_LEN);
-	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
-				      (uintptr_t)m->b->p, m->bmr->rkey), 0);
-	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
-	rc_expect_pattern(m->b->p, PAIR_LEN, seed, "the legitimate WRITE");
+	rc_expect_write_lands(env, 1, m->a->p, m->amr, (uintptr_t)m->b->p, m->bmr->rkey, m->b->p,
+			      PAIR_LEN, seed, "the legitimate WRITE");
 	rc_fill(m->a->p, 64, seed + 1);
 	memset(m->b->p, 0, PAIR_LEN);
 	rc_post_recv(env->b.qp, 2, &rsge, 1);

@@ -64,6 +64,39 @@ static void post_send_wr(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sge)
 	assert_int_equal(rc_post_rdma(qp, wr_id, IBV_WR_SEND, sge, 1, 0, 0), 0);
 }
 
+/* A SEND of the source's first 64 bytes (wr_id 1), with a 4 KiB receive recv_id posted for it. */
+static void post_send_with_receive(struct rc_env *env, struct target *t, uint64_t recv_id)
+{
+	struct ibv_sge sge = sge_of(t->dst, t->dst_mr, 0, 4096);
+
+	rc_post_recv(env->b.qp, recv_id, &sge, 1);
+	sge = sge_of(t->src, t->src_mr, 0, 64);
+	post_send_wr(env->a.qp, 1, &sge);
+}
+
+/*
+ * n SENDs of chunk bytes each, chunk i of the source into a receive at chunk i of the target,
+ * wr_ids first.. on: all of them complete on both sides.
+ */
+static void send_chunks(struct rc_env *env, struct target *t, uint64_t first, uint64_t n,
+			uint32_t chunk)
+{
+	struct ibv_sge sge;
+
+	for (uint64_t i = 0; i < n; i++) {
+		sge = sge_of(t->dst, t->dst_mr, i * chunk, chunk);
+		rc_post_recv(env->b.qp, first + i, &sge, 1);
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		sge = sge_of(t->src, t->src_mr, i * chunk, chunk);
+		post_send_wr(env->a.qp, first + i, &sge);
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		rc_expect_wc(env->a.scq, first + i, IBV_WC_SUCCESS, NULL);
+		rc_expect_wc(env->b.rcq, first + i, IBV_WC_SUCCESS, NULL);
+	}
+}
+
 /* drop=1/3 on both QPs: requests, ACKs, READ responses and atomic results go missing, and
  * retransmission recovers every one: all succeed, in order, with the right data. */
 static void test_drop_recovered(void **state)
@@ -94,18 +127,7 @@ static void test_drop_recovered(void **state)
 	rc_expect_bytes(t.dst->p, t.src->p, WRITES * CHUNK, "written through drops");
 
 	memset(t.dst->p, 0, WRITES * CHUNK);
-	for (id = 0; id < SENDS; id++) {
-		sge = sge_of(t.dst, t.dst_mr, id * CHUNK, CHUNK);
-		rc_post_recv(env->b.qp, 100 + id, &sge, 1);
-	}
-	for (id = 0; id < SENDS; id++) {
-		sge = sge_of(t.src, t.src_mr, id * CHUNK, CHUNK);
-		post_send_wr(env->a.qp, 100 + id, &sge);
-	}
-	for (id = 0; id < SENDS; id++) {
-		rc_expect_wc(env->a.scq, 100 + id, IBV_WC_SUCCESS, NULL);
-		rc_expect_wc(env->b.rcq, 100 + id, IBV_WC_SUCCESS, NULL);
-	}
+	send_chunks(env, &t, 100, SENDS, CHUNK);
 	/* A resent SEND is acknowledged again, not received twice. */
 	rc_expect_no_wc(env->b.rcq, RC_QUIET_MS);
 	rc_expect_bytes(t.dst->p, t.src->p, SENDS * CHUNK, "sent through drops");
@@ -168,16 +190,12 @@ static void test_rnr_retry_exceeded(void **state)
 	struct rc_env *env = *state;
 	struct rc_qp_opts o;
 	struct target t;
-	struct ibv_sge sge, rsge;
 
 	rc_default_opts(&o);
 	o.rnr_retry = 0;
 	rc_pair(env, &o, &o);
 	make_target(env, &t, 4096);
-	rsge = sge_of(t.dst, t.dst_mr, 0, 4096);
-	rc_post_recv(env->b.qp, 7, &rsge, 1);
-	sge = sge_of(t.src, t.src_mr, 0, 64);
-	post_send_wr(env->a.qp, 1, &sge);
+	post_send_with_receive(env, &t, 7);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_RNR_RETRY_EXC_ERR, NULL);
 	rc_wait_state(env->a.qp, IBV_QPS_ERR);
 	rc_expect_no_wc(env->b.rcq, RC_QUIET_MS);
@@ -190,22 +208,10 @@ static void test_rnr_some_recovered(void **state)
 {
 	struct rc_env *env = *state;
 	struct target t;
-	struct ibv_sge sge;
 
 	rc_pair(env, NULL, NULL);
 	make_target(env, &t, 8 * 512);
-	for (uint64_t id = 0; id < 8; id++) {
-		sge = sge_of(t.dst, t.dst_mr, id * 512, 512);
-		rc_post_recv(env->b.qp, id, &sge, 1);
-	}
-	for (uint64_t id = 0; id < 8; id++) {
-		sge = sge_of(t.src, t.src_mr, id * 512, 512);
-		post_send_wr(env->a.qp, id, &sge);
-	}
-	for (uint64_t id = 0; id < 8; id++) {
-		rc_expect_wc(env->a.scq, id, IBV_WC_SUCCESS, NULL);
-		rc_expect_wc(env->b.rcq, id, IBV_WC_SUCCESS, NULL);
-	}
+	send_chunks(env, &t, 0, 8, 512);
 	rc_expect_bytes(t.dst->p, t.src->p, 8 * 512, "sent through RNR NAKs");
 }
 
@@ -232,14 +238,10 @@ static void test_remote_op_error(void **state)
 {
 	struct rc_env *env = *state;
 	struct target t;
-	struct ibv_sge sge;
 
 	rc_pair(env, NULL, NULL);
 	make_target(env, &t, 4096);
-	sge = sge_of(t.dst, t.dst_mr, 0, 4096);
-	rc_post_recv(env->b.qp, 9, &sge, 1);
-	sge = sge_of(t.src, t.src_mr, 0, 64);
-	post_send_wr(env->a.qp, 1, &sge);
+	post_send_with_receive(env, &t, 9);
 	rc_expect_wc(env->a.scq, 1, IBV_WC_REM_OP_ERR, NULL);
 	rc_wait_state(env->b.qp, IBV_QPS_ERR);
 	rc_expect_async_qp(env, IBV_EVENT_QP_REQ_ERR, env->b.qp);

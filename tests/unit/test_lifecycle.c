@@ -210,13 +210,8 @@ static void test_destroy_channel_busy_while_a_cq_uses_it(void **state)
 static void write_a_to_b(struct rc_env *env, uint64_t wr_id, struct rc_buf *src,
 			 struct ibv_mr *smr, struct rc_buf *dst, struct ibv_mr *dmr)
 {
-	struct ibv_sge sge = rc_sge(src->p, 256, smr);
-
-	rc_fill(src->p, 256, (uint8_t)wr_id);
-	assert_int_equal(rc_post_rdma(env->a.qp, wr_id, IBV_WR_RDMA_WRITE, &sge, 1,
-				      (uintptr_t)dst->p, dmr->rkey), 0);
-	rc_expect_wc(env->a.scq, wr_id, IBV_WC_SUCCESS, NULL);
-	rc_expect_pattern(dst->p, 256, (uint8_t)wr_id, "the written bytes");
+	rc_expect_write_lands(env, wr_id, src->p, smr, (uintptr_t)dst->p, dmr->rkey, dst->p, 256,
+			      (uint8_t)wr_id, "the written bytes");
 }
 
 /*

@@ -901,6 +901,12 @@ static void test_concurrent_register_lookup_dereg(void **state)
 	assert_true(atomic_load(&s.hits) > 0);
 }
 
+/* A region of buf's first page that windows may be bound to. */
+static struct mem_region *bindable(struct mem_table *t)
+{
+	return reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+}
+
 /* A type 1 window over buf[base, base + len) of region mr, with rights access. */
 static struct mem_region *window(struct mem_table *t, struct mem_region *mr, int type,
 				 uint64_t base, uint64_t len, int access, uint32_t qpn)
@@ -922,7 +928,7 @@ static struct mem_region *window(struct mem_table *t, struct mem_region *mr, int
 static void test_window_narrows_its_region(void **state)
 {
 	struct mem_table *t = *state;
-	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *mr = bindable(t);
 	struct mem_region *w = window(t, mr, IBV_MW_TYPE_1, 1024, 512, RW, 0);
 	struct mem_region *ref;
 	uint64_t base = (uintptr_t)buf + 1024;
@@ -950,7 +956,7 @@ static void test_window_narrows_its_region(void **state)
 static void test_type2_window_only_through_its_qp(void **state)
 {
 	struct mem_table *t = *state;
-	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *mr = bindable(t);
 	struct mem_region *w = window(t, mr, IBV_MW_TYPE_2, 0, 64, RW, QPN);
 	struct mem_region *ref;
 	void *host;
@@ -973,14 +979,14 @@ static void test_type2_window_only_through_its_qp(void **state)
 static void test_window_dies_with_its_region(void **state)
 {
 	struct mem_table *t = *state;
-	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *mr = bindable(t);
 	struct mem_region *w = window(t, mr, IBV_MW_TYPE_1, 0, 64, RW, 0);
 	struct mem_region *again;
 
 	assert_int_equal(mr_deregister(t, mr), 0);
 	assert_int_equal(remote(t, w->rkey, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
 	/* Nor does a new registration of the same memory bring it back. */
-	again = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	again = bindable(t);
 	assert_int_equal(remote(t, w->rkey, RW, (uintptr_t)buf, 8, NULL), MEM_ACCESS_BAD_KEY);
 	assert_int_equal(mw_dealloc(t, w), 0);
 	assert_int_equal(mr_deregister(t, again), 0);
@@ -990,7 +996,7 @@ static void test_window_dies_with_its_region(void **state)
 static void test_invalidate_waits_for_access_in_flight(void **state)
 {
 	struct mem_table *t = *state;
-	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *mr = bindable(t);
 	struct mem_region *w = window(t, mr, IBV_MW_TYPE_2, 0, 64, RW, QPN);
 	struct take_job job = { .t = t, .key = w->rkey, .take = take_by_invalidate };
 	struct mem_region *ref;
@@ -1008,7 +1014,7 @@ static void test_invalidate_waits_for_access_in_flight(void **state)
 static void test_bind_checks(void **state)
 {
 	struct mem_table *t = *state;
-	struct mem_region *mr = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS | IBV_ACCESS_MW_BIND);
+	struct mem_region *mr = bindable(t);
 	struct mem_region *plain = reg(t, buf, 4096, (uintptr_t)buf, ALL_RIGHTS);
 	struct mem_region *w1 = NULL, *w2 = NULL;
 	struct mw_bind_req b;

@@ -27,13 +27,9 @@ static void expect_write_lands(struct rc_env *env, struct ibv_mr *target_mr, uin
 {
 	struct rc_buf *src = rc_alloc(env, len);
 	struct ibv_mr *src_mr = rc_reg(env, env->pd, src->p, len, RC_ACCESS_ALL);
-	struct ibv_sge sge = rc_sge(src->p, (uint32_t)len, src_mr);
 
-	rc_fill(src->p, len, SEED);
-	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1, remote,
-				      target_mr->rkey), 0);
-	rc_expect_wc(env->a.scq, 1, IBV_WC_SUCCESS, NULL);
-	rc_expect_pattern(target, len, SEED, "bytes written through an ibv_reg_mr_ex MR");
+	rc_expect_write_lands(env, 1, src->p, src_mr, remote, target_mr->rkey, target,
+			      (uint32_t)len, SEED, "bytes written through an ibv_reg_mr_ex MR");
 }
 
 static struct ibv_mr *reg_ex(struct ibv_pd *pd, uint64_t mask, void *addr, size_t len,

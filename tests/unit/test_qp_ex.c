@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "provider/qp_ex.h"
+#include "case_table.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -38,6 +39,7 @@ struct fake_verbs_qp {
 struct fake_qp {
 	struct qp_ex_builder wr_builder;
 	struct fake_verbs_qp vqp;
+	const void *param;	/* a table's row, which the setup took the place of */
 };
 
 static_assert(QP_EX_BUILDER_PLACED_BEFORE(struct fake_qp, wr_builder, vqp.qp_ex),
@@ -93,6 +95,7 @@ static int setup_qp(void **state)
 	struct fake_qp *qp = calloc(1, sizeof(*qp));
 
 	assert_non_null(qp);
+	qp->param = *state;
 	memset(&posted, 0, sizeof(posted));
 	assert_int_equal(qp_ex_init(&qp->vqp.qp_ex, QP_EX_SUPPORTED_SEND_OPS, TEST_MAX_INLINE,
 				    TEST_MAX_SGE, recording_post_send), 0);
@@ -144,37 +147,10 @@ static void build_send(struct ibv_qp_ex *qpx)
 	ibv_wr_set_sge(qpx, 0x11, 0x1000, 100);
 }
 
-static void test_send(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 7,
-						IBV_SEND_SIGNALED | IBV_SEND_SOLICITED,
-						build_send);
-
-	assert_int_equal(wr->opcode, IBV_WR_SEND);
-	assert_int_equal(wr->wr_id, 7);
-	assert_int_equal(wr->send_flags, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED);
-	assert_int_equal(wr->num_sge, 1);
-	assert_sge_equal(&posted.wrs[0].sges[0], 0x11, 0x1000, 100);
-	assert_ptr_equal(posted.qp, &qpx_of(state)->qp_base);
-}
-
 static void build_send_imm(struct ibv_qp_ex *qpx)
 {
 	ibv_wr_send_imm(qpx, htonl(0x12345678));
 	ibv_wr_set_sge(qpx, 0x11, 0x1000, 8);
-}
-
-static void test_send_imm(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 8, IBV_SEND_SIGNALED,
-						build_send_imm);
-
-	assert_int_equal(wr->opcode, IBV_WR_SEND_WITH_IMM);
-	assert_int_equal(wr->wr_id, 8);
-	assert_int_equal(wr->send_flags, IBV_SEND_SIGNALED);
-	/* Passed through in network byte order, exactly as given. */
-	assert_int_equal(wr->imm_data, htonl(0x12345678));
-	assert_int_equal(wr->num_sge, 1);
 }
 
 static void build_rdma_write(struct ibv_qp_ex *qpx)
@@ -183,53 +159,16 @@ static void build_rdma_write(struct ibv_qp_ex *qpx)
 	ibv_wr_set_sge(qpx, 0x22, 0x2000, 4096);
 }
 
-static void test_rdma_write(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 9, IBV_SEND_FENCE,
-						build_rdma_write);
-
-	assert_int_equal(wr->opcode, IBV_WR_RDMA_WRITE);
-	assert_int_equal(wr->wr_id, 9);
-	assert_int_equal(wr->send_flags, IBV_SEND_FENCE);
-	assert_int_equal(wr->wr.rdma.rkey, 0xabcd);
-	assert_int_equal(wr->wr.rdma.remote_addr, 0x7f0000001000ull);
-	assert_sge_equal(&posted.wrs[0].sges[0], 0x22, 0x2000, 4096);
-}
-
 static void build_rdma_write_imm(struct ibv_qp_ex *qpx)
 {
 	ibv_wr_rdma_write_imm(qpx, 0xbcde, 0x3000, htonl(0xcafe));
 	ibv_wr_set_sge(qpx, 0x33, 0x4000, 16);
 }
 
-static void test_rdma_write_imm(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 10, 0, build_rdma_write_imm);
-
-	assert_int_equal(wr->opcode, IBV_WR_RDMA_WRITE_WITH_IMM);
-	assert_int_equal(wr->wr_id, 10);
-	assert_int_equal(wr->send_flags, 0);
-	assert_int_equal(wr->wr.rdma.rkey, 0xbcde);
-	assert_int_equal(wr->wr.rdma.remote_addr, 0x3000);
-	assert_int_equal(wr->imm_data, htonl(0xcafe));
-}
-
 static void build_rdma_read(struct ibv_qp_ex *qpx)
 {
 	ibv_wr_rdma_read(qpx, 0xcdef, 0x5000);
 	ibv_wr_set_sge(qpx, 0x44, 0x6000, 512);
-}
-
-static void test_rdma_read(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 11, IBV_SEND_SIGNALED,
-						build_rdma_read);
-
-	assert_int_equal(wr->opcode, IBV_WR_RDMA_READ);
-	assert_int_equal(wr->wr_id, 11);
-	assert_int_equal(wr->wr.rdma.rkey, 0xcdef);
-	assert_int_equal(wr->wr.rdma.remote_addr, 0x5000);
-	assert_sge_equal(&posted.wrs[0].sges[0], 0x44, 0x6000, 512);
 }
 
 static void build_cmp_swp(struct ibv_qp_ex *qpx)
@@ -239,36 +178,10 @@ static void build_cmp_swp(struct ibv_qp_ex *qpx)
 	ibv_wr_set_sge(qpx, 0x55, 0x9000, 8);
 }
 
-static void test_atomic_cmp_swp(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 12, IBV_SEND_SIGNALED,
-						build_cmp_swp);
-
-	assert_int_equal(wr->opcode, IBV_WR_ATOMIC_CMP_AND_SWP);
-	assert_int_equal(wr->wr_id, 12);
-	assert_int_equal(wr->wr.atomic.rkey, 0x1234);
-	assert_int_equal(wr->wr.atomic.remote_addr, 0x8000);
-	assert_int_equal(wr->wr.atomic.compare_add, 0x1111222233334444ull);
-	assert_int_equal(wr->wr.atomic.swap, 0x5555666677778888ull);
-	assert_sge_equal(&posted.wrs[0].sges[0], 0x55, 0x9000, 8);
-}
-
 static void build_fetch_add(struct ibv_qp_ex *qpx)
 {
 	ibv_wr_atomic_fetch_add(qpx, 0x4321, 0xa000, 0x10);
 	ibv_wr_set_sge(qpx, 0x66, 0xb000, 8);
-}
-
-static void test_atomic_fetch_add(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 13, 0, build_fetch_add);
-
-	assert_int_equal(wr->opcode, IBV_WR_ATOMIC_FETCH_AND_ADD);
-	assert_int_equal(wr->wr_id, 13);
-	assert_int_equal(wr->wr.atomic.rkey, 0x4321);
-	assert_int_equal(wr->wr.atomic.remote_addr, 0xa000);
-	assert_int_equal(wr->wr.atomic.compare_add, 0x10);
-	assert_sge_equal(&posted.wrs[0].sges[0], 0x66, 0xb000, 8);
 }
 
 static void build_bind_mw(struct ibv_qp_ex *qpx)
@@ -283,34 +196,9 @@ static void build_bind_mw(struct ibv_qp_ex *qpx)
 	ibv_wr_bind_mw(qpx, (struct ibv_mw *)(uintptr_t)0xa0, 0x1234ab, &info);
 }
 
-static void test_bind_mw(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 14, IBV_SEND_SIGNALED,
-						build_bind_mw);
-
-	assert_int_equal(wr->opcode, IBV_WR_BIND_MW);
-	assert_int_equal(wr->wr_id, 14);
-	assert_ptr_equal(wr->bind_mw.mw, (void *)(uintptr_t)0xa0);
-	assert_int_equal(wr->bind_mw.rkey, 0x1234ab);
-	assert_ptr_equal(wr->bind_mw.bind_info.mr, (void *)(uintptr_t)0xb0);
-	assert_int_equal(wr->bind_mw.bind_info.addr, 0xd000);
-	assert_int_equal(wr->bind_mw.bind_info.length, 512);
-	assert_int_equal(wr->bind_mw.bind_info.mw_access_flags, IBV_ACCESS_REMOTE_WRITE);
-	assert_int_equal(wr->num_sge, 0);
-}
-
 static void build_local_inv(struct ibv_qp_ex *qpx)
 {
 	ibv_wr_local_inv(qpx, 0x5678cd);
-}
-
-static void test_local_inv(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 15, 0, build_local_inv);
-
-	assert_int_equal(wr->opcode, IBV_WR_LOCAL_INV);
-	assert_int_equal(wr->invalidate_rkey, 0x5678cd);
-	assert_int_equal(wr->num_sge, 0);
 }
 
 static void build_send_inv(struct ibv_qp_ex *qpx)
@@ -319,13 +207,130 @@ static void build_send_inv(struct ibv_qp_ex *qpx)
 	ibv_wr_set_sge(qpx, 0x88, 0xe000, 32);
 }
 
-static void test_send_inv(void **state)
-{
-	const struct ibv_send_wr *wr = post_one(qpx_of(state), 16, 0, build_send_inv);
+/*
+ * One WR built by the ibv_wr_* calls of one opcode, and the classic WR it must be posted
+ * as: want's wr_id and send_flags are also what the case sets before building it.
+ */
+struct one_wr_case {
+	const char *name;
+	void (*build)(struct ibv_qp_ex *qpx);
+	struct ibv_send_wr want;
+	struct ibv_sge sge;	/* the one SGE, where want.num_sge is 1 */
+	uint32_t imm;		/* want's immediate data, in host order */
+};
 
-	assert_int_equal(wr->opcode, IBV_WR_SEND_WITH_INV);
-	assert_int_equal(wr->invalidate_rkey, 0x9abcde);
-	assert_sge_equal(&posted.wrs[0].sges[0], 0x88, 0xe000, 32);
+static const struct one_wr_case one_wr_cases[] = {
+	{ .name = "test_send", .build = build_send,
+	  .want = { .opcode = IBV_WR_SEND, .wr_id = 7, .num_sge = 1,
+		    .send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED },
+	  .sge = { .lkey = 0x11, .addr = 0x1000, .length = 100 } },
+	{ .name = "test_send_imm", .build = build_send_imm,
+	  .want = { .opcode = IBV_WR_SEND_WITH_IMM, .wr_id = 8, .num_sge = 1,
+		    .send_flags = IBV_SEND_SIGNALED },
+	  .sge = { .lkey = 0x11, .addr = 0x1000, .length = 8 },
+	  .imm = 0x12345678 },
+	{ .name = "test_rdma_write", .build = build_rdma_write,
+	  .want = { .opcode = IBV_WR_RDMA_WRITE, .wr_id = 9, .num_sge = 1,
+		    .send_flags = IBV_SEND_FENCE,
+		    .wr.rdma = { .rkey = 0xabcd, .remote_addr = 0x7f0000001000ull } },
+	  .sge = { .lkey = 0x22, .addr = 0x2000, .length = 4096 } },
+	{ .name = "test_rdma_write_imm", .build = build_rdma_write_imm,
+	  .want = { .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = 10, .num_sge = 1,
+		    .wr.rdma = { .rkey = 0xbcde, .remote_addr = 0x3000 } },
+	  .sge = { .lkey = 0x33, .addr = 0x4000, .length = 16 },
+	  .imm = 0xcafe },
+	{ .name = "test_rdma_read", .build = build_rdma_read,
+	  .want = { .opcode = IBV_WR_RDMA_READ, .wr_id = 11, .num_sge = 1,
+		    .send_flags = IBV_SEND_SIGNALED,
+		    .wr.rdma = { .rkey = 0xcdef, .remote_addr = 0x5000 } },
+	  .sge = { .lkey = 0x44, .addr = 0x6000, .length = 512 } },
+	{ .name = "test_atomic_cmp_swp", .build = build_cmp_swp,
+	  .want = { .opcode = IBV_WR_ATOMIC_CMP_AND_SWP, .wr_id = 12, .num_sge = 1,
+		    .send_flags = IBV_SEND_SIGNALED,
+		    .wr.atomic = { .rkey = 0x1234, .remote_addr = 0x8000,
+				   .compare_add = 0x1111222233334444ull,
+				   .swap = 0x5555666677778888ull } },
+	  .sge = { .lkey = 0x55, .addr = 0x9000, .length = 8 } },
+	{ .name = "test_atomic_fetch_add", .build = build_fetch_add,
+	  .want = { .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 13, .num_sge = 1,
+		    .wr.atomic = { .rkey = 0x4321, .remote_addr = 0xa000, .compare_add = 0x10 } },
+	  .sge = { .lkey = 0x66, .addr = 0xb000, .length = 8 } },
+	{ .name = "test_bind_mw", .build = build_bind_mw,
+	  .want = { .opcode = IBV_WR_BIND_MW, .wr_id = 14, .send_flags = IBV_SEND_SIGNALED,
+		    .bind_mw = { .mw = (struct ibv_mw *)(uintptr_t)0xa0, .rkey = 0x1234ab,
+				 .bind_info = { .mr = (struct ibv_mr *)(uintptr_t)0xb0,
+						.addr = 0xd000, .length = 512,
+						.mw_access_flags = IBV_ACCESS_REMOTE_WRITE } } } },
+	{ .name = "test_local_inv", .build = build_local_inv,
+	  .want = { .opcode = IBV_WR_LOCAL_INV, .wr_id = 15, .invalidate_rkey = 0x5678cd } },
+	{ .name = "test_send_inv", .build = build_send_inv,
+	  .want = { .opcode = IBV_WR_SEND_WITH_INV, .wr_id = 16, .num_sge = 1,
+		    .invalidate_rkey = 0x9abcde },
+	  .sge = { .lkey = 0x88, .addr = 0xe000, .length = 32 } },
+};
+
+/* The fields of got that the case's opcode gives a meaning to are the case's. */
+static void assert_posted_as(const struct ibv_send_wr *got, const struct one_wr_case *c)
+{
+	const struct ibv_send_wr *want = &c->want;
+
+	assert_int_equal(got->opcode, want->opcode);
+	assert_int_equal(got->wr_id, want->wr_id);
+	assert_int_equal(got->send_flags, want->send_flags);
+	assert_int_equal(got->num_sge, want->num_sge);
+	switch (want->opcode) {
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		/* Passed through in network byte order, exactly as given. */
+		assert_int_equal(got->imm_data, htonl(c->imm));
+		break;
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_SEND_WITH_INV:
+		assert_int_equal(got->invalidate_rkey, want->invalidate_rkey);
+		break;
+	default:
+		break;
+	}
+	switch (want->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		assert_int_equal(got->wr.rdma.rkey, want->wr.rdma.rkey);
+		assert_int_equal(got->wr.rdma.remote_addr, want->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		assert_int_equal(got->wr.atomic.swap, want->wr.atomic.swap);
+		/* fall through */
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		assert_int_equal(got->wr.atomic.rkey, want->wr.atomic.rkey);
+		assert_int_equal(got->wr.atomic.remote_addr, want->wr.atomic.remote_addr);
+		assert_int_equal(got->wr.atomic.compare_add, want->wr.atomic.compare_add);
+		break;
+	case IBV_WR_BIND_MW:
+		assert_ptr_equal(got->bind_mw.mw, want->bind_mw.mw);
+		assert_int_equal(got->bind_mw.rkey, want->bind_mw.rkey);
+		assert_ptr_equal(got->bind_mw.bind_info.mr, want->bind_mw.bind_info.mr);
+		assert_int_equal(got->bind_mw.bind_info.addr, want->bind_mw.bind_info.addr);
+		assert_int_equal(got->bind_mw.bind_info.length, want->bind_mw.bind_info.length);
+		assert_int_equal(got->bind_mw.bind_info.mw_access_flags,
+				 want->bind_mw.bind_info.mw_access_flags);
+		break;
+	default:
+		break;
+	}
+}
+
+static void run_one_wr(void **state)
+{
+	const struct one_wr_case *c = ((struct fake_qp *)*state)->param;
+	const struct ibv_send_wr *wr = post_one(qpx_of(state), c->want.wr_id,
+						c->want.send_flags, c->build);
+
+	assert_posted_as(wr, c);
+	if (c->want.num_sge)
+		assert_sge_equal(&posted.wrs[0].sges[0], c->sge.lkey, c->sge.addr,
+				 c->sge.length);
+	assert_ptr_equal(posted.qp, &qpx_of(state)->qp_base);
 }
 
 static void build_ud_send(struct ibv_qp_ex *qpx)
@@ -858,16 +863,6 @@ static void test_region_is_a_critical_section(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		QP_TEST(test_send),
-		QP_TEST(test_send_imm),
-		QP_TEST(test_rdma_write),
-		QP_TEST(test_rdma_write_imm),
-		QP_TEST(test_rdma_read),
-		QP_TEST(test_atomic_cmp_swp),
-		QP_TEST(test_atomic_fetch_add),
-		QP_TEST(test_bind_mw),
-		QP_TEST(test_local_inv),
-		QP_TEST(test_send_inv),
 		QP_TEST(test_set_ud_addr),
 		QP_TEST(test_wr_id_and_flags_read_per_wr),
 		QP_TEST(test_sge_list_copied),
@@ -891,6 +886,9 @@ int main(void)
 		cmocka_unit_test(test_every_supported_op_accepted_and_all_pointers_set),
 		cmocka_unit_test(test_region_is_a_critical_section),
 	};
+	struct case_list l = { 0 };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	CASE_TABLE(&l, run_one_wr, setup_qp, teardown_qp, one_wr_cases);
+	CASE_TESTS(&l, tests);
+	return case_run(&l);
 }

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "emu/qp_state.h"
+#include "case_table.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -183,29 +184,27 @@ static void check_required_masks(enum ibv_qp_type type)
 								      IBV_QP_STATE), 0);
 }
 
-static void test_rc_legal_transitions_with_required_mask(void **state)
-{
-	(void)state;
-	check_required_masks(IBV_QPT_RC);
-}
+/* The QP types a case checks: XRC is its two halves. */
+struct required_masks_case {
+	const char *name;
+	enum ibv_qp_type types[2];
+	size_t n;
+};
 
-static void test_uc_legal_transitions_with_required_mask(void **state)
-{
-	(void)state;
-	check_required_masks(IBV_QPT_UC);
-}
+static const struct required_masks_case required_masks[] = {
+	{ "test_rc_legal_transitions_with_required_mask", { IBV_QPT_RC }, 1 },
+	{ "test_uc_legal_transitions_with_required_mask", { IBV_QPT_UC }, 1 },
+	{ "test_ud_legal_transitions_with_required_mask", { IBV_QPT_UD }, 1 },
+	{ "test_xrc_legal_transitions_with_required_mask",
+	  { IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV }, 2 },
+};
 
-static void test_ud_legal_transitions_with_required_mask(void **state)
+static void run_required_masks(void **state)
 {
-	(void)state;
-	check_required_masks(IBV_QPT_UD);
-}
+	const struct required_masks_case *c = *state;
 
-static void test_xrc_legal_transitions_with_required_mask(void **state)
-{
-	(void)state;
-	check_required_masks(IBV_QPT_XRC_SEND);
-	check_required_masks(IBV_QPT_XRC_RECV);
+	for (size_t i = 0; i < c->n; i++)
+		check_required_masks(c->types[i]);
 }
 
 static void test_required_bit_removed_fails(void **state)
@@ -566,10 +565,6 @@ static void test_state_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rc_legal_transitions_with_required_mask),
-		cmocka_unit_test(test_uc_legal_transitions_with_required_mask),
-		cmocka_unit_test(test_ud_legal_transitions_with_required_mask),
-		cmocka_unit_test(test_xrc_legal_transitions_with_required_mask),
 		cmocka_unit_test(test_required_bit_removed_fails),
 		cmocka_unit_test(test_optional_bits_accepted),
 		cmocka_unit_test(test_extra_bit_fails),
@@ -621,6 +616,9 @@ int main(void)
 		cmocka_unit_test(test_rnr_timer_every_code),
 		cmocka_unit_test(test_state_names),
 	};
+	struct case_list l = { 0 };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	CASE_TABLE(&l, run_required_masks, NULL, NULL, required_masks);
+	CASE_TESTS(&l, tests);
+	return case_run(&l);
 }

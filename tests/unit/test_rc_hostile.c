@@ -273,6 +273,27 @@ static void expect_no_response(struct hostile *h)
 
 #define BATCH 8
 
+/* n SENDs of 8 bytes, PSNs first.. on, in one send(): one segment on loopback. */
+static void send_sends(struct hostile *h, uint32_t first, int n)
+{
+	uint8_t frames[BATCH * (4 + WIRE_MAX_HDR + 8)];
+	size_t len = 0;
+
+	append_sends(h, frames, sizeof(frames), &len, first, n);
+	hostile_send_bytes(h, frames, len);
+}
+
+/* The next response on our stream acknowledges psn with an AETH of the given type. */
+static void expect_aeth(struct hostile *h, uint8_t type, uint32_t psn)
+{
+	struct wire_packet resp;
+
+	hostile_read_response(h, &resp);
+	assert_int_equal(resp.opcode, OP_RC_ACK);
+	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, type);
+	assert_int_equal(resp.psn, psn);
+}
+
 /*
  * SENDs that arrive together are answered by one ACK, for the last of them (IBTA
  * 9.7.5.1.2), as WRITEs are; their receives complete, in order. One send() of a few hundred
@@ -280,19 +301,12 @@ static void expect_no_response(struct hostile *h)
  */
 static void test_sends_read_together_share_one_ack(void **state)
 {
-	uint8_t frames[BATCH * (4 + WIRE_MAX_HDR + 8)];
-	struct wire_packet resp;
 	struct hostile h;
-	size_t len = 0;
 
 	open_victim(*state, &h);
 	post_recvs(&h, 0, BATCH);
-	append_sends(&h, frames, sizeof(frames), &len, 0, BATCH);
-	hostile_send_bytes(&h, frames, len);
-	hostile_read_response(&h, &resp);
-	assert_int_equal(resp.opcode, OP_RC_ACK);
-	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
-	assert_int_equal(resp.psn, BATCH - 1);
+	send_sends(&h, 0, BATCH);
+	expect_aeth(&h, AETH_ACK, BATCH - 1);
 	expect_recvs(&h, 0, BATCH);
 	expect_no_response(&h);
 	rc_expect_no_wc(h.env->b.rcq, 0);
@@ -306,7 +320,7 @@ static void test_sends_read_together_share_one_ack(void **state)
 static void test_held_receives_complete_before_the_flush(void **state)
 {
 	uint8_t frames[4 * (4 + WIRE_MAX_HDR + 8)];
-	struct wire_packet resp, write = { .opcode = OP_RC_WRITE_ONLY, .ack_req = true, .psn = 2,
+	struct wire_packet write = { .opcode = OP_RC_WRITE_ONLY, .ack_req = true, .psn = 2,
 					   .dma_len = 8, .payload_len = 8 };
 	struct hostile h;
 	size_t len = 0;
@@ -318,9 +332,7 @@ static void test_held_receives_complete_before_the_flush(void **state)
 	write.rkey = h.mr->rkey + 1;	/* no such key */
 	append_request(&h, frames, sizeof(frames), &len, &write, 8);
 	hostile_send_bytes(&h, frames, len);
-	hostile_read_response(&h, &resp);
-	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
-	assert_int_equal(resp.psn, 1);
+	expect_aeth(&h, AETH_ACK, 1);
 	hostile_expect_nak(&h, NAK_REMOTE_ACCESS);
 	expect_recvs(&h, 0, 2);
 	rc_expect_wc(h.env->b.rcq, 2, IBV_WC_WR_FLUSH_ERR, NULL);
@@ -335,29 +347,17 @@ static void test_held_receives_complete_before_the_flush(void **state)
  */
 static void test_rnr_nak_follows_the_ack_of_the_sends_before(void **state)
 {
-	uint8_t frames[3 * (4 + WIRE_MAX_HDR + 8)];
-	struct wire_packet resp;
 	struct hostile h;
-	size_t len = 0;
 
 	open_victim(*state, &h);
 	post_recvs(&h, 0, 2);
-	append_sends(&h, frames, sizeof(frames), &len, 0, 3);
-	hostile_send_bytes(&h, frames, len);
-	hostile_read_response(&h, &resp);
-	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
-	assert_int_equal(resp.psn, 1);
-	hostile_read_response(&h, &resp);
-	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_RNR_NAK);
-	assert_int_equal(resp.psn, 2);
+	send_sends(&h, 0, 3);
+	expect_aeth(&h, AETH_ACK, 1);
+	expect_aeth(&h, AETH_RNR_NAK, 2);
 	expect_recvs(&h, 0, 2);
 	post_recvs(&h, 2, 1);
-	len = 0;
-	append_sends(&h, frames, sizeof(frames), &len, 2, 1);
-	hostile_send_bytes(&h, frames, len);
-	hostile_read_response(&h, &resp);
-	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
-	assert_int_equal(resp.psn, 2);
+	send_sends(&h, 2, 1);
+	expect_aeth(&h, AETH_ACK, 2);
 	expect_recvs(&h, 2, 1);
 	assert_int_equal(rc_state(h.env->b.qp), IBV_QPS_RTS);
 	hostile_close(&h);
@@ -370,20 +370,17 @@ static void test_rnr_nak_follows_the_ack_of_the_sends_before(void **state)
  */
 static void test_sends_cut_off_before_their_ack_still_complete(void **state)
 {
-	uint8_t frames[BATCH * (4 + WIRE_MAX_HDR + 8)];
 	struct wire_packet resp;
 	struct hostile h;
-	size_t len = 0;
 
 	open_victim(*state, &h);
 	post_recvs(&h, 0, BATCH);
-	append_sends(&h, frames, sizeof(frames), &len, 0, 3);
-	hostile_send_bytes(&h, frames, len);
+	send_sends(&h, 0, 3);
 	close(h.fd);
 	expect_recvs(&h, 0, 3);
 	h.fd = hostile_open_stream(&h, h.qpn);
 	hostile_answer_question(&h, VERDICT_MINE);
-	hostile_send_bytes(&h, frames, len);	/* the same three again */
+	send_sends(&h, 0, 3);	/* the same three again */
 	do
 		hostile_read_response(&h, &resp);
 	while (resp.psn != 2);
@@ -401,7 +398,7 @@ static void test_sends_cut_off_before_their_ack_still_complete(void **state)
 static void test_one_cq_keeps_receives_and_piggybacked_sends_in_order(void **state)
 {
 	uint8_t frames[2 * (4 + WIRE_MAX_HDR + 8)];
-	struct wire_packet req, resp, send1 = { .opcode = OP_RC_SEND_ONLY, .ack_req = true,
+	struct wire_packet req, send1 = { .opcode = OP_RC_SEND_ONLY, .ack_req = true,
 					      .psn = 1, .payload_len = 8, .acked = true };
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .wr_id = 100, .sg_list = &sge, .num_sge = 1,
@@ -424,12 +421,8 @@ static void test_one_cq_keeps_receives_and_piggybacked_sends_in_order(void **sta
 	rc_expect_wc(h.victim->rcq, 0, IBV_WC_SUCCESS, NULL);
 	rc_expect_wc(h.victim->rcq, 100, IBV_WC_SUCCESS, NULL);
 	rc_expect_wc(h.victim->rcq, 1, IBV_WC_SUCCESS, NULL);
-	hostile_read_response(&h, &resp);
-	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
-	assert_int_equal(resp.psn, 0);
-	hostile_read_response(&h, &resp);
-	assert_int_equal(resp.syndrome & AETH_TYPE_MASK, AETH_ACK);
-	assert_int_equal(resp.psn, 1);
+	expect_aeth(&h, AETH_ACK, 0);
+	expect_aeth(&h, AETH_ACK, 1);
 	hostile_close(&h);
 }
 

@@ -61,16 +61,11 @@ static struct rc_env *pair_with_bufs(void **state, struct bufs *m)
 static int post_send(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
 		     struct ibv_sge *sge, int num_sge, unsigned int flags)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = sge,
-		.num_sge = num_sge,
-		.opcode = op,
-		.send_flags = flags,
-		.imm_data = htonl(IMM),
-	};
+	struct ibv_send_wr wr = rc_signaled_wr(wr_id, op, sge, num_sge);
 	struct ibv_send_wr *bad = NULL;
 
+	wr.send_flags = flags;	/* signaled or not, as the test says */
+	wr.imm_data = htonl(IMM);
 	return ibv_post_send(qp, &wr, &bad);
 }
 

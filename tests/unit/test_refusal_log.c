@@ -164,57 +164,51 @@ static void test_wrong_key(void **state)
 	expect_logged(log, want);
 }
 
-static void test_out_of_range(void **state)
+#define ALL_RIGHTS	"LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC"
+
+/* A WRITE to a region of B's, refused by one rule about the region or B's QP. */
+struct refusal_case {
+	const char *name;
+	int qp_access;			/* B's QP's */
+	bool other_pd;			/* the region is in B's second PD */
+	int mr_access;
+	size_t offset;			/* where in the region the WRITE starts */
+	enum ibv_wc_status status;	/* A's completion */
+	const char *rule;
+	const char *answer;
+	const char *region_rights;	/* as the region's line gives them, if it has one */
+	const char *also_logged;
+};
+
+static const struct refusal_case refusals[] = {
+	{ "test_out_of_range", RC_ACCESS_ALL, false, RC_ACCESS_ALL, REGION - LEN / 2,
+	  IBV_WC_REM_ACCESS_ERR, "out of range", "NAK remote access error", ALL_RIGHTS, NULL },
+	{ "test_pd_mismatch", RC_ACCESS_ALL, true, RC_ACCESS_ALL, 0, IBV_WC_REM_ACCESS_ERR,
+	  "PD mismatch", "NAK remote access error", ALL_RIGHTS, NULL },
+	{ "test_mr_rights", RC_ACCESS_ALL, false, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
+	  0, IBV_WC_REM_ACCESS_ERR, "MR rights", "NAK remote access error",
+	  "LOCAL_WRITE|REMOTE_READ;", NULL },
+	{ "test_qp_rights", IBV_ACCESS_REMOTE_READ, false, RC_ACCESS_ALL, 0,
+	  IBV_WC_REM_INV_REQ_ERR, "QP rights", "NAK invalid request", NULL,
+	  "rights REMOTE_READ; answer" },
+};
+
+static void run_refusal(void **state)
 {
+	const struct refusal_case *c = ((struct rc_env *)*state)->param;
 	struct scene s;
 	struct ibv_mr *mr;
 	uint64_t va;
 
-	scene_init(&s, state, RC_ACCESS_ALL);
-	mr = rc_reg(s.env, s.env->pd, s.dst->p, REGION, RC_ACCESS_ALL);
-	va = (uintptr_t)s.dst->p + REGION - LEN / 2;
-	write_refused(&s, va, mr->rkey, IBV_WC_REM_ACCESS_ERR);
-	expect_refusal(&s, "out of range", mr->rkey, va, "NAK remote access error");
-	expect_region("region", s.dst->p, REGION,
-		      "LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC");
-}
-
-static void test_pd_mismatch(void **state)
-{
-	struct scene s;
-	struct ibv_mr *mr;
-
-	scene_init(&s, state, RC_ACCESS_ALL);
-	mr = rc_reg(s.env, s.env->pd2, s.dst->p, REGION, RC_ACCESS_ALL);
-	write_refused(&s, (uintptr_t)s.dst->p, mr->rkey, IBV_WC_REM_ACCESS_ERR);
-	expect_refusal(&s, "PD mismatch", mr->rkey, (uintptr_t)s.dst->p, "NAK remote access error");
-	expect_region("region", s.dst->p, REGION,
-		      "LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ|REMOTE_ATOMIC");
-}
-
-static void test_mr_rights(void **state)
-{
-	struct scene s;
-	struct ibv_mr *mr;
-
-	scene_init(&s, state, RC_ACCESS_ALL);
-	mr = rc_reg(s.env, s.env->pd, s.dst->p, REGION,
-		    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-	write_refused(&s, (uintptr_t)s.dst->p, mr->rkey, IBV_WC_REM_ACCESS_ERR);
-	expect_refusal(&s, "MR rights", mr->rkey, (uintptr_t)s.dst->p, "NAK remote access error");
-	expect_region("region", s.dst->p, REGION, "LOCAL_WRITE|REMOTE_READ;");
-}
-
-static void test_qp_rights(void **state)
-{
-	struct scene s;
-	struct ibv_mr *mr;
-
-	scene_init(&s, state, IBV_ACCESS_REMOTE_READ);
-	mr = rc_reg(s.env, s.env->pd, s.dst->p, REGION, RC_ACCESS_ALL);
-	write_refused(&s, (uintptr_t)s.dst->p, mr->rkey, IBV_WC_REM_INV_REQ_ERR);
-	expect_refusal(&s, "QP rights", mr->rkey, (uintptr_t)s.dst->p, "NAK invalid request");
-	expect_logged(log_since_start(), "rights REMOTE_READ; answer");
+	scene_init(&s, state, c->qp_access);
+	mr = rc_reg(s.env, c->other_pd ? s.env->pd2 : s.env->pd, s.dst->p, REGION, c->mr_access);
+	va = (uintptr_t)s.dst->p + c->offset;
+	write_refused(&s, va, mr->rkey, c->status);
+	expect_refusal(&s, c->rule, mr->rkey, va, c->answer);
+	if (c->region_rights)
+		expect_region("region", s.dst->p, REGION, c->region_rights);
+	if (c->also_logged)
+		expect_logged(log_since_start(), c->also_logged);
 }
 
 /* A type 2 window answers only through the QP it was bound on: here A, not B. */
@@ -270,14 +264,19 @@ static void test_page_fault(void **state)
 	expect_refusal(&s, "page fault", mr->rkey, (uintptr_t)s.dst->p, "NAK remote access error");
 }
 
+/* Row i of refusals as a test under the row's name; setup keeps the row in env->param. */
+#define REFUSAL_TEST(i)									\
+	{ .name = refusals[i].name, .test_func = run_refusal, .setup_func = setup,	\
+	  .teardown_func = rc_teardown, .initial_state = (void *)&refusals[i] }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_wrong_key, setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_out_of_range, setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_pd_mismatch, setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_mr_rights, setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_qp_rights, setup, rc_teardown),
+		REFUSAL_TEST(0),
+		REFUSAL_TEST(1),
+		REFUSAL_TEST(2),
+		REFUSAL_TEST(3),
 		cmocka_unit_test_setup_teardown(test_mw_binding, setup, rc_teardown),
 		cmocka_unit_test_setup_teardown(test_page_fault, setup, rc_teardown),
 	};

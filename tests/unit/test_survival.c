@@ -20,24 +20,15 @@
 
 #define BIG	(8u << 20)
 
-static struct ibv_sge sge_of(void *p, uint32_t len, const struct ibv_mr *mr)
-{
-	return (struct ibv_sge){ .addr = (uintptr_t)p, .length = len, .lkey = mr->lkey };
-}
-
 /* The pair still moves data: one 4 KiB WRITE, checked. */
 static void expect_pair_works(struct rc_env *env, uint64_t wr_id)
 {
 	struct rc_buf *src = rc_alloc(env, 4096), *dst = rc_alloc(env, 4096);
 	struct ibv_mr *smr = rc_reg(env, env->pd, src->p, 4096, RC_ACCESS_ALL);
 	struct ibv_mr *dmr = rc_reg(env, env->pd, dst->p, 4096, RC_ACCESS_ALL);
-	struct ibv_sge sge = sge_of(src->p, 4096, smr);
 
-	rc_fill(src->p, 4096, (uint8_t)wr_id);
-	assert_int_equal(rc_post_rdma(env->a.qp, wr_id, IBV_WR_RDMA_WRITE, &sge, 1,
-				      (uintptr_t)dst->p, dmr->rkey), 0);
-	rc_expect_wc(env->a.scq, wr_id, IBV_WC_SUCCESS, NULL);
-	rc_expect_pattern(dst->p, 4096, (uint8_t)wr_id, "written after the fault");
+	rc_expect_write_lands(env, wr_id, src->p, smr, (uintptr_t)dst->p, dmr->rkey, dst->p, 4096,
+			      (uint8_t)wr_id, "written after the fault");
 }
 
 /* A QP in ERR takes posts (as rxe and mlx5 do) and flushes each, sends and receives. */
@@ -53,7 +44,7 @@ static void test_post_to_err_qp_flushes(void **state)
 	buf = rc_alloc(env, 4096);
 	mr = rc_reg(env, env->pd, buf->p, 4096, RC_ACCESS_ALL);
 	assert_int_equal(ibv_modify_qp(env->a.qp, &attr, IBV_QP_STATE), 0);
-	sge = sge_of(buf->p, 64, mr);
+	sge = rc_sge(buf->p, 64, mr);
 	for (uint64_t id = 1; id <= 3; id++)
 		assert_int_equal(rc_post_rdma(env->a.qp, id, IBV_WR_SEND, &sge, 1, 0, 0), 0);
 	rc_post_recv(env->a.qp, 9, &sge, 1);
@@ -76,7 +67,7 @@ static void test_destroy_qps_with_work_in_flight(void **state)
 	smr = rc_reg(env, env->pd, src->p, BIG, RC_ACCESS_ALL);
 	dmr = rc_reg(env, env->pd, dst->p, BIG, RC_ACCESS_ALL);
 	for (uint64_t id = 0; id < 8; id++) {
-		struct ibv_sge sge = sge_of(src->p, BIG, smr);
+		struct ibv_sge sge = rc_sge(src->p, BIG, smr);
 
 		assert_int_equal(rc_post_rdma(env->a.qp, id, IBV_WR_RDMA_WRITE, &sge, 1,
 					      (uintptr_t)dst->p, dmr->rkey), 0);
@@ -116,7 +107,7 @@ static void test_dereg_target_mid_write(void **state)
 	smr = rc_reg(env, env->pd, src->p, len, RC_ACCESS_ALL);
 	dmr = ibv_reg_mr(env->pd, dst->p, len, RC_ACCESS_ALL);
 	assert_non_null(dmr);
-	sge = sge_of(src->p, (uint32_t)len, smr);
+	sge = rc_sge(src->p, (uint32_t)len, smr);
 	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
 				      (uintptr_t)dst->p, dmr->rkey), 0);
 	while (!dst->p[0] && rc_now_ms() < until)	/* under way */
@@ -155,7 +146,7 @@ static void test_fork_with_registered_memory(void **state)
 	rc_fill(src->p, BIG, 0x21);
 	smr = rc_reg(env, env->pd, src->p, BIG, RC_ACCESS_ALL);
 	dmr = rc_reg(env, env->pd, dst->p, BIG, RC_ACCESS_ALL);
-	sge = sge_of(src->p, BIG, smr);
+	sge = rc_sge(src->p, BIG, smr);
 	assert_int_equal(rc_post_rdma(env->a.qp, 1, IBV_WR_RDMA_WRITE, &sge, 1,
 				      (uintptr_t)dst->p, dmr->rkey), 0);
 	pid = fork();

@@ -41,6 +41,18 @@ struct poster {
 	int index;
 };
 
+/*
+ * After a post's ret: true, having yielded, when it is to be tried again. A full queue
+ * refuses with ENOMEM until the pollers make room, which they do well before deadline_ms.
+ */
+static bool try_again(int ret, uint64_t deadline_ms)
+{
+	if (ret != ENOMEM || rc_now_ms() >= deadline_ms)
+		return false;
+	sched_yield();
+	return true;
+}
+
 static void *post_loop(void *arg)
 {
 	struct poster *p = arg;
@@ -58,10 +70,9 @@ static void *post_loop(void *arg)
 		struct ibv_send_wr *bad;
 		int ret;
 
-		/* A full send queue refuses with ENOMEM until the pollers make room. */
-		while ((ret = ibv_post_send(s->qp, &wr, &bad)) == ENOMEM &&
-		       rc_now_ms() < s->deadline_ms)
-			sched_yield();
+		do
+			ret = ibv_post_send(s->qp, &wr, &bad);
+		while (try_again(ret, s->deadline_ms));
 		if (ret)
 			atomic_fetch_add(&s->post_errors, 1);
 	}
@@ -130,16 +141,21 @@ static void check(struct shared *s)
 			fail_msg("wr_id %d completed %d times", i, atomic_load(&s->seen[i]));
 }
 
-/* CQs deep enough for every completion at once: pollers that fall behind (a loaded machine,
- * TSan) must not overrun them, which would lose completions as on hardware. */
-static void deep_opts(struct rc_qp_opts *o)
+/* The pair, with CQs deep enough for every completion at once: pollers that fall behind (a
+ * loaded machine, TSan) must not overrun them, which would lose completions as on hardware. */
+static void deep_pair(struct rc_env *env)
 {
-	rc_default_opts(o);
-	o->cqe = 2 * POSTERS * PER_POSTER;
-	o->cap.max_recv_wr = 256;
+	struct rc_qp_opts o;
+
+	rc_default_opts(&o);
+	o.cqe = 2 * POSTERS * PER_POSTER;
+	o.cap.max_recv_wr = 256;
+	rc_pair(env, &o, &o);
 }
 
-static struct shared *shared_new(struct rc_env *env, size_t len)
+/* Posters of op on from's QP, pollers of its send CQ, and len bytes to move. */
+static struct shared *shared_new(struct rc_env *env, size_t len, const struct rc_end *from,
+				 enum ibv_wr_opcode op)
 {
 	struct shared *s = calloc(1, sizeof(*s));
 	struct rc_buf *src = rc_alloc(env, len), *dst = rc_alloc(env, len);
@@ -147,6 +163,9 @@ static struct shared *shared_new(struct rc_env *env, size_t len)
 
 	assert_non_null(s);
 	s->env = env;
+	s->qp = from->qp;
+	s->cq = from->scq;
+	s->op = op;
 	s->src = src->p;
 	s->dst = dst->p;
 	s->lkey = rc_reg(env, env->pd, src->p, len, RC_ACCESS_ALL)->lkey;
@@ -162,15 +181,10 @@ static void test_writes_shared_qp_and_cq(void **state)
 {
 	struct rc_env *env = *state;
 	size_t len = (size_t)POSTERS * PER_POSTER * CHUNK;
-	struct rc_qp_opts o;
 	struct shared *s;
 
-	deep_opts(&o);
-	rc_pair(env, &o, &o);
-	s = shared_new(env, len);
-	s->qp = env->a.qp;
-	s->cq = env->a.scq;
-	s->op = IBV_WR_RDMA_WRITE;
+	deep_pair(env);
+	s = shared_new(env, len, &env->a, IBV_WR_RDMA_WRITE);
 	start(s);
 	run_shared(s);
 	check(s);
@@ -199,9 +213,9 @@ static void *post_receives(void *arg)
 		struct ibv_recv_wr *bad;
 		int ret;
 
-		while ((ret = ibv_post_recv(r->qp, &wr, &bad)) == ENOMEM &&
-		       rc_now_ms() < r->deadline_ms)
-			sched_yield();
+		do
+			ret = ibv_post_recv(r->qp, &wr, &bad);
+		while (try_again(ret, r->deadline_ms));
 		if (ret)
 			atomic_fetch_add(r->errors, 1);
 	}
@@ -217,18 +231,13 @@ static void test_sends_with_concurrent_receives(void **state)
 {
 	struct rc_env *env = *state;
 	size_t len = (size_t)POSTERS * PER_POSTER * CHUNK;
-	struct rc_qp_opts o;
 	struct shared *s, *r;
 	struct receiver rx[2];
 	pthread_t rxt[2], rpoll[POLLERS];
 	uint64_t sum_sent = 0, sum_got = 0;
 
-	deep_opts(&o);
-	rc_pair(env, &o, &o);
-	s = shared_new(env, len);
-	s->qp = env->a.qp;
-	s->cq = env->a.scq;
-	s->op = IBV_WR_SEND;
+	deep_pair(env);
+	s = shared_new(env, len, &env->a, IBV_WR_SEND);
 	/* r: the receive side's counters, polled by its own threads. */
 	r = calloc(1, sizeof(*r));
 	assert_non_null(r);
@@ -270,19 +279,12 @@ static void test_both_directions_at_once(void **state)
 {
 	struct rc_env *env = *state;
 	size_t len = (size_t)POSTERS * PER_POSTER * CHUNK;
-	struct rc_qp_opts o;
 	struct shared *ab, *ba;
 	pthread_t t[2];
 
-	deep_opts(&o);
-	rc_pair(env, &o, &o);
-	ab = shared_new(env, len);
-	ba = shared_new(env, len);
-	ab->qp = env->a.qp;
-	ab->cq = env->a.scq;
-	ba->qp = env->b.qp;
-	ba->cq = env->b.scq;
-	ab->op = ba->op = IBV_WR_RDMA_WRITE;
+	deep_pair(env);
+	ab = shared_new(env, len, &env->a, IBV_WR_RDMA_WRITE);
+	ba = shared_new(env, len, &env->b, IBV_WR_RDMA_WRITE);
 	start(ab);
 	start(ba);
 	assert_int_equal(pthread_create(&t[0], NULL, run_shared, ab), 0);

@@ -68,6 +68,19 @@ static void expect_b_untouched(const struct scene *s)
 	rc_expect_pattern(s->b->p, s->b->cap, B_SEED, "B's memory");
 }
 
+/*
+ * A posts op (wr_id 1) of the first len bytes of its buffer, to raddr under rkey for a
+ * WRITE: on UC it completes successfully whatever becomes of it at B.
+ */
+static void post_done_at_a(struct scene *s, enum ibv_wr_opcode op, uint32_t len, uint64_t raddr,
+			   uint32_t rkey)
+{
+	struct ibv_sge ss = rc_sge(s->a->p, len, s->amr);
+
+	assert_int_equal(post(s->env->a.qp, 1, op, &ss, raddr, rkey), 0);
+	rc_expect_wc(s->env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+}
+
 #define BARRIER_ID	0xbaULL
 
 /*
@@ -187,7 +200,7 @@ static void run_dropped(void **state)
 	enum spoil how = c->how;
 	enum ibv_wr_opcode op = c->op;
 	struct scene s;
-	struct ibv_sge ss, rs;
+	struct ibv_sge rs;
 	uint64_t raddr;
 	uint32_t rkey;
 	struct ibv_mr *mr;
@@ -218,9 +231,7 @@ static void run_dropped(void **state)
 		rs = rc_sge(s.b->p + 2048, 64, s.bmr);
 		rc_post_recv(s.env->b.qp, 5, &rs, 1);
 	}
-	ss = rc_sge(s.a->p, 32, s.amr);
-	assert_int_equal(post(s.env->a.qp, 1, op, &ss, raddr, rkey), 0);
-	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+	post_done_at_a(&s, op, 32, raddr, rkey);
 	/* A receive posted for the dropped WRITE_WITH_IMM is still the oldest one. */
 	barrier(&s, op == IBV_WR_RDMA_WRITE_WITH_IMM ? 5 : BARRIER_ID, &wc);
 	expect_b_untouched(&s);
@@ -237,9 +248,7 @@ static void test_send_without_receive_dropped(void **state)
 	struct ibv_wc wc;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	ss = rc_sge(s.a->p, 40, s.amr);
-	assert_int_equal(post(s.env->a.qp, 1, IBV_WR_SEND, &ss, 0, 0), 0);
-	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+	post_done_at_a(&s, IBV_WR_SEND, 40, 0, 0);
 	/* Lost, not waiting for a receive: the next receive gets the next SEND. */
 	barrier(&s, BARRIER_ID, &wc);
 	rs = rc_sge(s.b->p, 64, s.bmr);
@@ -255,15 +264,13 @@ static void test_send_without_receive_dropped(void **state)
 static void test_send_too_large_dropped_receive_kept(void **state)
 {
 	struct scene s;
-	struct ibv_sge ss, rs;
+	struct ibv_sge rs;
 	struct ibv_wc wc;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
 	rs = rc_sge(s.b->p, 16, s.bmr);
 	rc_post_recv(s.env->b.qp, 5, &rs, 1);
-	ss = rc_sge(s.a->p, 17, s.amr);
-	assert_int_equal(post(s.env->a.qp, 1, IBV_WR_SEND, &ss, 0, 0), 0);
-	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+	post_done_at_a(&s, IBV_WR_SEND, 17, 0, 0);
 	/* The receive it did not fit is still the oldest: the barrier's SEND lands in it. */
 	barrier(&s, 5, &wc);
 	expect_b_untouched(&s);

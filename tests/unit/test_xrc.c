@@ -114,6 +114,7 @@ static int connect_tgt(struct ibv_qp *qp, uint32_t ini_qpn, const union ibv_gid 
 static int connect_ini(struct ibv_qp *qp, uint32_t tgt_qpn, const union ibv_gid *gid)
 {
 	struct ibv_qp_attr a = xrc_rtr_attr(tgt_qpn, 0, gid);
+	struct rc_qp_opts o;
 	int ret = xrc_to_init(qp, 0);
 
 	if (ret)
@@ -122,30 +123,19 @@ static int connect_ini(struct ibv_qp *qp, uint32_t tgt_qpn, const union ibv_gid 
 				    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0x1234;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC);
+	/* RTR -> RTS is RC's, starting at the PSN the target expects. */
+	rc_default_opts(&o);
+	o.sq_psn = 0x1234;
+	return rc_modify_rts(qp, &o);
 }
 
 static int post_xrc(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge,
 		    uint32_t srqn, uint64_t remote_addr, uint32_t rkey)
 {
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = sge,
-		.num_sge = 1,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = remote_addr, .rkey = rkey },
-	}, *bad;
+	struct ibv_send_wr wr = rc_signaled_wr(wr_id, op, sge, 1), *bad;
 
+	wr.wr.rdma.remote_addr = remote_addr;
+	wr.wr.rdma.rkey = rkey;
 	wr.qp_type.xrc.remote_srqn = srqn;
 	return ibv_post_send(qp, &wr, &bad);
 }
@@ -167,6 +157,22 @@ static char *temp_file(void)
 	assert_true(fd >= 0);
 	close(fd);
 	return path;
+}
+
+/* A CQ and a domain of the test's own, for its XRC SRQs and QPs. */
+static void open_cq_and_xrcd(struct rc_env *env, struct ibv_cq **cq, struct ibv_xrcd **xrcd)
+{
+	*cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
+	*xrcd = open_xrcd(env, -1, 0);
+	assert_non_null(*cq);
+	assert_non_null(*xrcd);
+}
+
+/* Both close once the test's SRQs and QPs are gone. */
+static void close_xrcd_and_cq(struct ibv_xrcd *xrcd, struct ibv_cq *cq)
+{
+	assert_int_equal(ibv_close_xrcd(xrcd), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
 }
 
 /* Objects and their rules. */
@@ -232,13 +238,12 @@ static void test_open_xrcd_rules(void **state)
 static void test_close_xrcd_busy_while_used(void **state)
 {
 	struct rc_env *env = *state;
-	struct ibv_cq *cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
-	struct ibv_xrcd *xrcd = open_xrcd(env, -1, 0);
+	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd;
 	struct ibv_srq *srq;
 	struct ibv_qp *tgt;
 
-	assert_non_null(cq);
-	assert_non_null(xrcd);
+	open_cq_and_xrcd(env, &cq, &xrcd);
 	srq = make_xrc_srq(env->ctx, env->pd, xrcd, cq);
 	assert_non_null(srq);
 	assert_int_equal(ibv_close_xrcd(xrcd), EBUSY);
@@ -249,28 +254,26 @@ static void test_close_xrcd_busy_while_used(void **state)
 	assert_non_null(tgt);
 	assert_int_equal(ibv_close_xrcd(xrcd), EBUSY);
 	assert_int_equal(ibv_destroy_qp(tgt), 0);
-	assert_int_equal(ibv_close_xrcd(xrcd), 0);
-	assert_int_equal(ibv_destroy_cq(cq), 0);
+	close_xrcd_and_cq(xrcd, cq);
 }
 
 static void test_xrc_srq_rules(void **state)
 {
 	struct rc_env *env = *state;
-	struct ibv_cq *cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
-	struct ibv_xrcd *xrcd = open_xrcd(env, -1, 0);
+	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd;
 	struct ibv_srq_init_attr_ex attr = {
 		.attr = { .max_wr = 4, .max_sge = 1 },
 		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
 			     IBV_SRQ_INIT_ATTR_PD,
 		.srq_type = IBV_SRQT_XRC,
-		.xrcd = xrcd,
 		.pd = env->pd,
 	};
 	struct ibv_srq *s1, *s2;
 	uint32_t n1, n2;
 
-	assert_non_null(cq);
-	assert_non_null(xrcd);
+	open_cq_and_xrcd(env, &cq, &xrcd);
+	attr.xrcd = xrcd;
 	/* Without its CQ. */
 	assert_null(ibv_create_srq_ex(env->ctx, &attr));
 	assert_int_equal(errno, EINVAL);
@@ -285,20 +288,18 @@ static void test_xrc_srq_rules(void **state)
 	assert_true(n1 <= 0xffffff && n2 <= 0xffffff);
 	assert_int_equal(ibv_destroy_srq(s2), 0);
 	assert_int_equal(ibv_destroy_srq(s1), 0);
-	assert_int_equal(ibv_close_xrcd(xrcd), 0);
-	assert_int_equal(ibv_destroy_cq(cq), 0);
+	close_xrcd_and_cq(xrcd, cq);
 }
 
 /* A destroyed SRQ's number is not the next SRQ's: a late request for it finds nothing. */
 static void test_srq_numbers_not_reused_at_once(void **state)
 {
 	struct rc_env *env = *state;
-	struct ibv_cq *cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
-	struct ibv_xrcd *xrcd = open_xrcd(env, -1, 0);
+	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd;
 	uint32_t seen[200];
 
-	assert_non_null(cq);
-	assert_non_null(xrcd);
+	open_cq_and_xrcd(env, &cq, &xrcd);
 	for (int i = 0; i < 200; i++) {
 		struct ibv_srq *srq = make_xrc_srq(env->ctx, env->pd, xrcd, cq);
 
@@ -308,25 +309,23 @@ static void test_srq_numbers_not_reused_at_once(void **state)
 			assert_int_not_equal(seen[i], seen[j]);
 		assert_int_equal(ibv_destroy_srq(srq), 0);
 	}
-	assert_int_equal(ibv_close_xrcd(xrcd), 0);
-	assert_int_equal(ibv_destroy_cq(cq), 0);
+	close_xrcd_and_cq(xrcd, cq);
 }
 
 static void test_xrc_qp_parts(void **state)
 {
 	struct rc_env *env = *state;
-	struct ibv_cq *cq = ibv_create_cq(env->ctx, 16, NULL, NULL, 0);
-	struct ibv_xrcd *xrcd = open_xrcd(env, -1, 0);
+	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd;
 	struct ibv_qp_init_attr_ex attr = { .qp_type = IBV_QPT_XRC_RECV,
 					    .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = env->pd };
-	struct ibv_qp_init_attr legacy = { .qp_type = IBV_QPT_XRC_RECV, .send_cq = cq,
-					   .recv_cq = cq };
+	struct ibv_qp_init_attr legacy = { .qp_type = IBV_QPT_XRC_RECV };
 	struct ibv_recv_wr rwr = { .wr_id = 1 }, *rbad;
 	struct ibv_send_wr swr = { .wr_id = 1, .opcode = IBV_WR_SEND }, *sbad;
 	struct ibv_qp *ini, *tgt;
 
-	assert_non_null(cq);
-	assert_non_null(xrcd);
+	open_cq_and_xrcd(env, &cq, &xrcd);
+	legacy.send_cq = legacy.recv_cq = cq;
 	/* A target is made with its domain, and only so. */
 	assert_null(ibv_create_qp_ex(env->ctx, &attr));
 	assert_int_equal(errno, EINVAL);
@@ -360,8 +359,7 @@ static void test_xrc_qp_parts(void **state)
 	}
 	assert_int_equal(ibv_destroy_qp(ini), 0);
 	assert_int_equal(ibv_destroy_qp(tgt), 0);
-	assert_int_equal(ibv_close_xrcd(xrcd), 0);
-	assert_int_equal(ibv_destroy_cq(cq), 0);
+	close_xrcd_and_cq(xrcd, cq);
 }
 
 static struct ibv_qp *open_qp(struct rc_env *env, struct ibv_xrcd *xrcd, uint32_t qpn,
