@@ -219,6 +219,8 @@ static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint1
 	refuse_op(qpx);
 }
 
+/* ibv_qp_ex has wr_atomic_write since rdma-core 44. */
+#if SOFTRDMA_RDMA_CORE >= 44
 static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
 			    const void *atomic_wr)
 {
@@ -227,6 +229,7 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remot
 	(void)atomic_wr;
 	refuse_op(qpx);
 }
+#endif
 
 /*
  * Addressing setters only fill the WR's fields: whether the QP's type uses them is the
@@ -421,7 +424,9 @@ int qp_ex_init(struct ibv_qp_ex *qpx, uint64_t send_ops_flags, uint32_t max_inli
 	qpx->wr_local_inv = wr_local_inv;
 	qpx->wr_send_inv = wr_send_inv;
 	qpx->wr_send_tso = wr_send_tso;
+#if SOFTRDMA_RDMA_CORE >= 44
 	qpx->wr_atomic_write = wr_atomic_write;
+#endif
 	qpx->wr_set_ud_addr = wr_set_ud_addr;
 	qpx->wr_set_xrc_srqn = wr_set_xrc_srqn;
 	qpx->wr_set_inline_data = wr_set_inline_data;
