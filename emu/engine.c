@@ -329,7 +329,7 @@ static int engine_start(struct emu_engine **out)
 		ret = mem_table_create(&e->mem, EMU_MAX_MR, EMU_MAX_MW);
 	if (ret)
 		goto err_free;
-	ret = io_backend_create(&e->io);
+	ret = io_backend_create(&e->io, e->app_progress);
 	if (ret)
 		goto err_mem;
 	e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

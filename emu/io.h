@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The engine's I/O backend: tells the engine which sockets are ready. Two
- * implementations, io_uring (default) and epoll (where io_uring is refused, e.g. under
- * Docker's default seccomp profile, or when SOFTRDMA_ENGINE=epoll).
+ * implementations: epoll (the default, which a polling thread drives alone) and io_uring
+ * (SOFTRDMA_ENGINE=uring, or with SOFTRDMA_POLL_PROGRESS=0; epoll where it is refused,
+ * e.g. under Docker's default seccomp profile).
  *
  * The engine moves bytes itself with non-blocking recv/send once a socket is ready. That
  * keeps every placement into registered memory inside one short call that holds the MR's
@@ -79,9 +80,11 @@ extern const struct io_backend_ops io_uring_backend;
 extern const struct io_backend_ops io_epoll_backend;
 
 /*
- * SOFTRDMA_ENGINE=uring|epoll forces one; otherwise io_uring, and epoll if it is refused or
- * the program runs under valgrind.
+ * SOFTRDMA_ENGINE=uring|epoll forces one. Otherwise epoll when polls may drive the engine
+ * (app_progress: SOFTRDMA_POLL_PROGRESS is not 0), since only there a polling thread needs
+ * no engine thread; else io_uring, and epoll if it is refused or the program runs under
+ * valgrind.
  */
-int io_backend_create(struct io_backend **out);
+int io_backend_create(struct io_backend **out, bool app_progress);
 
 #endif
