@@ -13,6 +13,7 @@
 
 #include "emu/cq.h"
 #include "emu/limits.h"
+#include "emu/qp.h"
 #include "kernel-abi/comp_channel.h"
 
 enum cq_arm { CQ_DISARMED, CQ_ARM_NEXT, CQ_ARM_SOLICITED };
@@ -30,6 +31,7 @@ struct emu_cq {
 	uint64_t handle;
 	emu_cq_error_fn on_error;
 	void *owner;
+	struct emu_engine *engine;	/* constant: driven by an empty poll, or NULL */
 };
 
 int emu_cq_create(const struct emu_cq_init *init, struct emu_cq **out)
@@ -52,6 +54,7 @@ int emu_cq_create(const struct emu_cq_init *init, struct emu_cq **out)
 	cq->handle = init->handle;
 	cq->on_error = init->on_error;
 	cq->owner = init->owner;
+	cq->engine = init->engine;
 	*out = cq;
 	return 0;
 }
@@ -94,12 +97,10 @@ int emu_cq_resize(struct emu_cq *cq, int cqe)
 	return 0;
 }
 
-int emu_cq_poll(struct emu_cq *cq, int n, struct ibv_wc *wc)
+static int take(struct emu_cq *cq, int n, struct ibv_wc *wc)
 {
 	int got = 0;
 
-	if (n < 0)
-		return -EINVAL;
 	pthread_mutex_lock(&cq->lock);
 	while (got < n && cq->count) {
 		wc[got++] = cq->ring[cq->head];
@@ -107,13 +108,33 @@ int emu_cq_poll(struct emu_cq *cq, int n, struct ibv_wc *wc)
 		cq->count--;
 	}
 	pthread_mutex_unlock(&cq->lock);
-	/*
-	 * A busy-polling application would otherwise starve the engine thread that fills
-	 * this CQ whenever threads outnumber cores (two peers on a laptop): give it the CPU.
-	 */
-	if (!got)
-		sched_yield();
 	return got;
+}
+
+int emu_cq_poll(struct emu_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got, ran;
+
+	if (n < 0)
+		return -EINVAL;
+	got = take(cq, n, wc);
+	if (got)
+		return got;
+	/* Empty: read in what arrived, unless another thread is doing so (CQ lock dropped:
+	 * progress is taken before any lock of emu/). */
+	ran = cq->engine ? emu_engine_progress(cq->engine) : -1;
+	if (ran > 0 && (got = take(cq, n, wc)))
+		return got;
+	/*
+	 * The engine thread (or another poller) drives the engine, or has work only it does:
+	 * a busy-polling application would otherwise starve the thread that fills this CQ
+	 * whenever threads outnumber cores (two peers on a laptop): give it the CPU. After a
+	 * pass that needs no engine thread, the caller keeps the CPU: on a loaded machine a
+	 * yield costs a time slice of every other runnable thread (docs/performance.md).
+	 */
+	if (ran < 0)
+		sched_yield();
+	return 0;
 }
 
 int emu_cq_arm(struct emu_cq *cq, bool solicited_only)

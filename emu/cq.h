@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 struct emu_cq;
+struct emu_engine;
 
 /* What the CQ reports to its owner: overrun (an async IBV_EVENT_CQ_ERR). */
 typedef void (*emu_cq_error_fn)(void *owner, struct emu_cq *cq);
@@ -23,6 +24,8 @@ struct emu_cq_init {
 	uint64_t handle;		/* what an event carries: the ibv_cq pointer */
 	emu_cq_error_fn on_error;
 	void *owner;
+	/* An empty poll drives this engine (emu_engine_progress()); NULL: it only yields. */
+	struct emu_engine *engine;
 };
 
 int emu_cq_create(const struct emu_cq_init *init, struct emu_cq **out);

@@ -34,12 +34,7 @@ uint64_t engine_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-bool engine_on_thread(struct emu_engine *e)
-{
-	return pthread_equal(pthread_self(), e->thread);
-}
-
-static void wake(struct emu_engine *e)
+void engine_wake(struct emu_engine *e)
 {
 	uint64_t one = 1;
 
@@ -59,7 +54,7 @@ void engine_call_async(struct emu_engine *e, struct engine_call *call)
 		e->calls = call;
 	e->calls_tail = call;
 	pthread_mutex_unlock(&e->lock);
-	wake(e);
+	engine_wake(e);
 }
 
 void engine_call_sync(struct emu_engine *e, void (*fn)(void *), void *arg)
@@ -75,6 +70,18 @@ void engine_call_sync(struct emu_engine *e, void (*fn)(void *), void *arg)
 	while (!call.done)
 		pthread_cond_wait(&e->call_done, &e->lock);
 	pthread_mutex_unlock(&e->lock);
+}
+
+bool engine_has_work(struct emu_engine *e)
+{
+	bool calls;
+
+	if (atomic_load(&e->next_timer_ns) <= engine_now_ns())
+		return true;
+	pthread_mutex_lock(&e->lock);
+	calls = e->calls != NULL;
+	pthread_mutex_unlock(&e->lock);
+	return calls;
 }
 
 static void run_calls(struct emu_engine *e)
@@ -124,8 +131,10 @@ void engine_timer_changed(struct emu_engine *e, uint64_t deadline_ns)
 
 	while (deadline_ns < cur)
 		if (atomic_compare_exchange_weak(&e->next_timer_ns, &cur, deadline_ns)) {
-			if (!engine_on_thread(e))
-				wake(e);
+			/* The engine thread computes its timeout before it waits; any other thread
+			 * (an application's pass too) may find it asleep with a later one. */
+			if (!pthread_equal(pthread_self(), e->thread))
+				engine_wake(e);
 			return;
 		}
 }
@@ -222,7 +231,7 @@ void engine_unkick(struct emu_engine *e, struct conn *c)
 	c->kicked = false;
 }
 
-static void run_kicked(struct emu_engine *e)
+void engine_run_kicked(struct emu_engine *e)
 {
 	struct conn *list = e->kicked, *c;
 
@@ -234,7 +243,7 @@ static void run_kicked(struct emu_engine *e)
 	}
 }
 
-static void free_closed(struct emu_engine *e)
+void engine_free_closed(struct emu_engine *e)
 {
 	struct conn *c;
 
@@ -244,27 +253,43 @@ static void free_closed(struct emu_engine *e)
 	}
 }
 
+/* With progress: runs due timers; how long the wait may last (-1: until woken). */
+static int wait_timeout_ms(struct emu_engine *e)
+{
+	uint64_t next = run_timers(e), now;
+
+	if (e->kicked)
+		return 0;
+	if (next == UINT64_MAX)
+		return -1;
+	now = engine_now_ns();
+	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+}
+
+/*
+ * The engine thread waits without progress, so that an application's empty ibv_poll_cq
+ * may drive the engine meanwhile (emu/progress.c), and takes it to dispatch what is ready.
+ */
 static void *engine_main(void *arg)
 {
 	struct emu_engine *e = arg;
 
+	engine_progress_take(e);
 	while (!e->stopping) {
-		uint64_t next = run_timers(e);
-		int timeout_ms = -1;
+		int timeout_ms = wait_timeout_ms(e);
 
-		if (next != UINT64_MAX) {
-			uint64_t now = engine_now_ns();
-
-			timeout_ms = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
-		}
-		if (e->kicked)
-			timeout_ms = 0;
+		e->io->ops->flush(e->io);
+		engine_progress_release(e);
 		e->io->ops->wait(e->io, timeout_ms);
+		engine_test_nap(e);
+		engine_progress_take(e);
+		e->io->ops->dispatch(e->io, true);
 		run_calls(e);
-		run_kicked(e);
-		free_closed(e);
+		engine_run_kicked(e);
+		engine_free_closed(e);
 	}
 	run_calls(e);
+	engine_progress_release(e);
 	return NULL;
 }
 
@@ -288,6 +313,7 @@ static int engine_start(struct emu_engine **out)
 		return ENOMEM;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->call_done, NULL);
+	engine_progress_init(e);
 	atomic_init(&e->next_timer_ns, UINT64_MAX);
 	e->local_fd = -1;
 	e->naddrs = listener_addresses(&e->addrs, &e->ifindexes);
@@ -303,7 +329,7 @@ static int engine_start(struct emu_engine **out)
 		ret = mem_table_create(&e->mem, EMU_MAX_MR, EMU_MAX_MW);
 	if (ret)
 		goto err_free;
-	ret = io_backend_create(&e->io);
+	ret = io_backend_create(&e->io, e->app_progress);
 	if (ret)
 		goto err_mem;
 	e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -314,6 +340,7 @@ static int engine_start(struct emu_engine **out)
 	e->wake_watch.fd = e->wake_fd;
 	e->wake_watch.events = IO_IN;
 	e->wake_watch.ready = on_wake;
+	e->wake_watch.engine_only = true;
 	ret = e->io->ops->add(e->io, &e->wake_watch);
 	if (ret)
 		goto err_wake;
@@ -385,7 +412,7 @@ void emu_engine_put(struct emu_engine *e)
 	pthread_join(e->thread, NULL);
 	counters_detach();
 	pcap_flush();
-	free_closed(e);
+	engine_free_closed(e);	/* the engine thread has ended: nothing else drives it now */
 	e->io->ops->remove(e->io, &e->wake_watch);
 	close(e->wake_fd);
 	e->io->ops->destroy(e->io);
@@ -396,6 +423,7 @@ void emu_engine_put(struct emu_engine *e)
 	free(e->ifindexes);
 	pthread_cond_destroy(&e->call_done);
 	pthread_mutex_destroy(&e->lock);
+	pthread_mutex_destroy(&e->progress);
 	free(e);
 }
 

@@ -5,9 +5,18 @@
  * qp.c (state, queues, errors and flushes), srq.c (receive queues, shared or a QP's own),
  * requester.c, responder.c and completer.c (the IBTA's division of RC, which UC shares).
  *
- * Locking order (docs/locking.md has every lock and the whole drawing): qp->lock, then one
- * of conn->tx_lock, an SRQ's lock or the key table's lock (emu/mr.c), then a CQ's lock.
- * engine->lock is a leaf: the engine drops it before it locks a QP.
+ * Locking order (docs/locking.md has every lock and the whole drawing): engine->progress
+ * first, then qp->lock, then one of conn->tx_lock, an SRQ's lock or the key table's lock
+ * (emu/mr.c), then a CQ's lock. engine->lock is a leaf: the engine drops it before it
+ * locks a QP.
+ *
+ * "The engine thread" in the comments of emu/ means the holder of engine->progress
+ * (engine_on_thread()): the engine thread between its waits, or an application thread
+ * whose empty ibv_poll_cq runs one pass of the engine (emu/progress.c). Everything said
+ * to be the engine thread's own (streams' readers, the kicked and closed lists, handshakes,
+ * listeners, multicast groups, the I/O backend, ud.c's receive buffer) is guarded by it.
+ * progress is outermost: taken with no lock of emu/ held (ibv_poll_cq drops the CQ's lock
+ * first), and only tried by application threads, so they never wait for it.
  */
 #ifndef SOFTRDMA_EMU_INTERNAL_H
 #define SOFTRDMA_EMU_INTERNAL_H
@@ -240,11 +249,16 @@ struct ucred;
 /*
  * The process's engine. lock guards the QP table (listeners and their qps) and the call
  * queue; refs is under engine.c's process_engine_lock; everything else is the engine
- * thread's own.
+ * thread's own, which is to say progress's (above).
  */
 struct emu_engine {
 	pthread_mutex_t lock;		/* the QP table, the call queue; a leaf (docs/locking.md) */
 	pthread_cond_t call_done;	/* lock: a queued call ran */
+	/* The engine's progress: all the engine thread's own state below; outermost. */
+	pthread_mutex_t progress;
+	_Atomic(pthread_t) progress_owner;	/* its holder, 0: none (engine_on_thread()) */
+	bool app_progress;		/* SOFTRDMA_POLL_PROGRESS is not 0: pollers may drive */
+	int test_nap_ms;		/* SOFTRDMA_TEST_ENGINE_NAP_MS (emu/progress.c) */
 	pthread_t thread;
 	int refs;			/* process_engine_lock: emu_engine_get()s not yet put */
 	struct io_backend *io;
@@ -281,7 +295,19 @@ uint64_t engine_now_ns(void);
 void engine_call_sync(struct emu_engine *e, void (*fn)(void *), void *arg);
 /* Runs fn(arg) on the engine thread later; arg must stay valid until then. */
 void engine_call_async(struct emu_engine *e, struct engine_call *call);
+void engine_wake(struct emu_engine *e);		/* the engine thread's wait returns */
+/* Calls are queued or a timer is due: work only the engine thread does. */
+bool engine_has_work(struct emu_engine *e);
+void engine_run_kicked(struct emu_engine *e);	/* progress held */
+void engine_free_closed(struct emu_engine *e);	/* progress held, after a dispatch */
+
+/* progress.c: who drives the engine */
+void engine_progress_init(struct emu_engine *e);
+/* This thread holds progress: it is "the engine thread" for everything in emu/. */
 bool engine_on_thread(struct emu_engine *e);
+void engine_progress_take(struct emu_engine *e);	/* the engine thread, no lock held */
+void engine_progress_release(struct emu_engine *e);
+void engine_test_nap(struct emu_engine *e);
 struct emu_qp *engine_find_qp(struct emu_engine *e, uint32_t qpn);
 void engine_timer_changed(struct emu_engine *e, uint64_t deadline_ns);
 int engine_watch(struct emu_engine *e, struct io_watch *w);

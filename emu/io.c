@@ -6,7 +6,7 @@
 
 #include "emu/io.h"
 
-int io_backend_create(struct io_backend **out)
+int io_backend_create(struct io_backend **out, bool app_progress)
 {
 	const char *want = getenv("SOFTRDMA_ENGINE");
 	int ret;
@@ -16,8 +16,10 @@ int io_backend_create(struct io_backend **out)
 	/*
 	 * Valgrind (3.19) does not know io_uring_enter blocks and keeps its big lock across it:
 	 * every other thread of the program would stop. Its preload library gives it away.
+	 * A polling thread drives an epoll engine alone, an io_uring one only with the engine
+	 * thread's help (io.h, app_alone): on a loaded machine that is a time slice per frame.
 	 */
-	if (!want && preload && strstr(preload, "vgpreload"))
+	if (!want && ((preload && strstr(preload, "vgpreload")) || app_progress))
 		want = "epoll";
 	if (want && !strcmp(want, "epoll"))
 		return io_epoll_backend.create(out);

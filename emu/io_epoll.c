@@ -10,6 +10,7 @@
 struct epoll_backend {
 	struct io_backend base;
 	int epfd;
+	bool removed;		/* a watch was removed during the batch being dispatched */
 };
 
 static int epoll_create_backend(struct io_backend **out)
@@ -65,42 +66,85 @@ static void epoll_remove(struct io_backend *base, struct io_watch *w)
 	struct epoll_backend *b = (struct epoll_backend *)base;
 
 	epoll_ctl(b->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	b->removed = true;
 }
 
-static int epoll_wait_dispatch(struct io_backend *base, int timeout_ms)
+/*
+ * The engine thread blocks here without progress. What it fetched may be stale by the time
+ * it holds progress (another thread's pass read the socket, or removed and freed the watch),
+ * so it is thrown away: dispatch() asks again.
+ */
+static int epoll_wait_only(struct io_backend *base, int timeout_ms)
+{
+	struct epoll_backend *b = (struct epoll_backend *)base;
+	struct epoll_event ev;
+
+	if (epoll_wait(b->epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
+		return errno;
+	return 0;
+}
+
+static uint32_t revents_of(uint32_t events)
+{
+	uint32_t r = 0;
+
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+		r |= IO_IN;
+	if (events & EPOLLOUT)
+		r |= IO_OUT;
+	if (events & EPOLLERR)
+		r |= IO_ERR | IO_IN;
+	return r;
+}
+
+static int epoll_dispatch(struct io_backend *base, bool engine_thread)
 {
 	struct epoll_backend *b = (struct epoll_backend *)base;
 	struct epoll_event evs[64];
-	int n = epoll_wait(b->epfd, evs, 64, timeout_ms);
+	int n = epoll_wait(b->epfd, evs, 64, 0), done = 0;
 
 	if (n < 0)
-		return errno == EINTR ? 0 : errno;
+		return 0;
 	/*
-	 * A ready() call may remove a watch that a later event of this batch names; the
-	 * engine defers freeing watches until wait() returns, so the pointer stays valid.
+	 * A ready() call may remove, and free, a watch that a later event of this batch
+	 * names (a stream's is freed after the pass, a handshake's at once): after a removal
+	 * the rest of the batch is dropped. Level-triggered, what is still ready is reported
+	 * again by the next epoll_wait().
 	 */
-	for (int i = 0; i < n; i++) {
+	b->removed = false;
+	for (int i = 0; i < n && !b->removed; i++) {
 		struct io_watch *w = evs[i].data.ptr;
-		uint32_t r = 0;
 
-		if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
-			r |= IO_IN;
-		if (evs[i].events & EPOLLOUT)
-			r |= IO_OUT;
-		if (evs[i].events & EPOLLERR)
-			r |= IO_ERR | IO_IN;
-		if (w->fd >= 0)
-			w->ready(w, r);
+		/* Left, it is still ready for the engine thread's wait. */
+		if (w->engine_only && !engine_thread)
+			continue;
+		w->ready(w, revents_of(evs[i].events));
+		done++;
 	}
-	return 0;
+	return done;
+}
+
+static void epoll_flush(struct io_backend *base)
+{
+	(void)base;	/* epoll_ctl() took effect when it was made */
+}
+
+static bool epoll_pending(struct io_backend *base)
+{
+	(void)base;
+	return false;
 }
 
 const struct io_backend_ops io_epoll_backend = {
 	.name = "epoll",
+	.app_alone = true,
 	.create = epoll_create_backend,
 	.destroy = epoll_destroy,
 	.add = epoll_add,
 	.update = epoll_update,
 	.remove = epoll_remove,
-	.wait = epoll_wait_dispatch,
+	.wait = epoll_wait_only,
+	.dispatch = epoll_dispatch,
+	.flush = epoll_flush,
+	.pending = epoll_pending,
 };

@@ -4,6 +4,13 @@
  * dispatch (level semantics: a socket that is still ready completes again at once).
  * user_data is (generation << 32 | slot), so a completion that arrives after its watch
  * was updated or removed is recognised and dropped.
+ *
+ * Only the engine thread enters the kernel with submissions. A thread that submits is
+ * registered with the ring: its polls run their task work on it, are cancelled when it
+ * exits, and it is notified (EINTR) when the ring goes. An application thread's pass thus
+ * harvests completions and prepares re-arms, and the engine thread submits them (flush).
+ * The engine thread waits with io_uring_enter(GETEVENTS, EXT_ARG) alone, which touches no
+ * ring memory in user space, so it may block while the progress holder harvests.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +23,7 @@
 #include "emu/io.h"
 
 #define RING_ENTRIES 256
+#define SQ_RESERVE 64	/* SQEs an application's pass keeps free for one ready() call */
 
 struct uring_slot {
 	struct io_watch *w;
@@ -29,6 +37,7 @@ struct uring_backend {
 	uint32_t nslots;
 	uint32_t *free_slots;
 	uint32_t nfree;
+	bool app_pass;		/* an application thread dispatches: get_sqe() never submits */
 };
 
 static struct uring_backend *to_uring(struct io_backend *b)
@@ -71,6 +80,11 @@ static int uring_create(struct io_backend **out)
 		pthread_join(t, NULL);
 		ret = setup.ret < 0 ? -setup.ret : 0;
 	}
+	if (!ret && !(b->ring.features & IORING_FEAT_EXT_ARG)) {
+		/* Before 5.11 a timed wait needs an SQE: only the progress holder may make one. */
+		io_uring_queue_exit(&b->ring);
+		ret = ENOSYS;
+	}
 	if (ret) {
 		free(b);
 		return ret;
@@ -94,7 +108,7 @@ static struct io_uring_sqe *get_sqe(struct uring_backend *b)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
 
-	if (!sqe) {
+	if (!sqe && !b->app_pass) {
 		io_uring_submit(&b->ring);
 		sqe = io_uring_get_sqe(&b->ring);
 	}
@@ -197,50 +211,92 @@ static int uring_wait(struct io_backend *base, int timeout_ms)
 	struct __kernel_timespec ts = {
 		.tv_sec = timeout_ms / 1000, .tv_nsec = (long long)(timeout_ms % 1000) * 1000000,
 	};
-	struct io_uring_cqe *cqe;
+	struct io_uring_getevents_arg arg = { .ts = timeout_ms < 0 ? 0 : (uintptr_t)&ts };
 	int ret;
 
-	ret = io_uring_submit_and_wait_timeout(&b->ring, &cqe, 1, timeout_ms < 0 ? NULL : &ts,
-					       NULL);
-	if (ret < 0 && ret != -ETIME && ret != -EINTR)
+	/* Returns at once while completions wait in the ring, harvested or not yet. */
+	ret = io_uring_enter2((unsigned int)b->ring.ring_fd, 0, 1,
+			      IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, (void *)&arg,
+			      sizeof(arg));
+	if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY)
 		return -ret;
+	return 0;
+}
+
+static uint32_t revents_of(int res)
+{
+	uint32_t revents = 0;
+
+	if (res < 0)
+		return IO_ERR | IO_IN;
+	if (res & (POLLIN | POLLRDHUP | POLLHUP))
+		revents |= IO_IN;
+	if (res & POLLOUT)
+		revents |= IO_OUT;
+	if (res & POLLERR)
+		revents |= IO_ERR | IO_IN;
+	return revents;
+}
+
+static int uring_dispatch(struct io_backend *base, bool engine_thread)
+{
+	struct uring_backend *b = to_uring(base);
+	struct io_uring_cqe *cqe;
+	int n = 0;
+
+	b->app_pass = !engine_thread;
 	while (io_uring_peek_cqe(&b->ring, &cqe) == 0) {
 		uint64_t data = io_uring_cqe_get_data64(cqe);
-		int res = cqe->res;
-		uint32_t slot = (uint32_t)data, revents = 0;
-		struct io_watch *w;
+		uint32_t slot = (uint32_t)data;
+		struct io_watch *w = NULL;
+		int res;
 
+		if (data != UINT64_MAX && slot < b->nslots && b->slots[slot].gen == data >> 32)
+			w = b->slots[slot].w;
+		/* Left in the ring, it keeps the engine thread's wait from sleeping. */
+		if (w && w->engine_only && !engine_thread)
+			break;
+		/* Room for the re-arms ready() prepares, which only the engine thread submits. */
+		if (!engine_thread && io_uring_sq_space_left(&b->ring) < SQ_RESERVE)
+			break;
+		res = cqe->res;
 		io_uring_cqe_seen(&b->ring, cqe);
-		if (data == UINT64_MAX || slot >= b->nslots || b->slots[slot].gen != data >> 32)
-			continue;
-		w = b->slots[slot].w;
 		if (!w)
 			continue;
 		w->armed = 0;
-		if (res < 0) {
-			revents = IO_ERR | IO_IN;
-		} else {
-			if (res & (POLLIN | POLLRDHUP | POLLHUP))
-				revents |= IO_IN;
-			if (res & POLLOUT)
-				revents |= IO_OUT;
-			if (res & POLLERR)
-				revents |= IO_ERR | IO_IN;
-		}
-		w->ready(w, revents);
+		w->ready(w, revents_of(res));
+		n++;
 		/* Still watched and not re-armed by ready() itself: watch it again. */
 		if (b->slots[slot].w == w && !w->armed)
 			arm(b, w);
 	}
-	return 0;
+	b->app_pass = false;
+	return n;
+}
+
+static void uring_flush(struct io_backend *base)
+{
+	struct uring_backend *b = to_uring(base);
+
+	if (io_uring_sq_ready(&b->ring))
+		io_uring_submit(&b->ring);
+}
+
+static bool uring_pending(struct io_backend *base)
+{
+	return io_uring_sq_ready(&to_uring(base)->ring) != 0;
 }
 
 const struct io_backend_ops io_uring_backend = {
 	.name = "io_uring",
+	.app_alone = false,
 	.create = uring_create,
 	.destroy = uring_destroy,
 	.add = uring_add,
 	.update = uring_update,
 	.remove = uring_remove,
 	.wait = uring_wait,
+	.dispatch = uring_dispatch,
+	.flush = uring_flush,
+	.pending = uring_pending,
 };

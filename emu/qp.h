@@ -64,6 +64,12 @@ int emu_engine_get(struct emu_engine **out);
 void emu_engine_put(struct emu_engine *e);
 struct mem_table *emu_engine_mem(struct emu_engine *e);
 const char *emu_engine_backend(struct emu_engine *e);
+/*
+ * An application thread's pass of the engine (emu/progress.c), made with no lock of emu/
+ * held: the watches it dispatched, or -1 when the engine thread needs the CPU (another
+ * thread drives, the backend needs it, or it has work; also SOFTRDMA_POLL_PROGRESS=0).
+ */
+int emu_engine_progress(struct emu_engine *e);
 
 /*
  * Writes one async event record for libibverbs' ibv_get_async_event() to fd, the write end

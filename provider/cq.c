@@ -41,7 +41,7 @@ static int cq_init(struct sr_cq *cq, struct ibv_context *context, int cqe,
 {
 	struct sr_context *ctx = to_sr_context(context);
 	struct emu_cq_init init = { .cqe = cqe, .handle = (uintptr_t)&cq->vcq.cq,
-				    .on_error = cq_overrun, .owner = cq };
+				    .on_error = cq_overrun, .owner = cq, .engine = ctx->engine };
 	int ret = channel_notify_fd(context, channel, &init.notify_fd);
 
 	if (ret)

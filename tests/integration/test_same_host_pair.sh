@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pairs.sh"
 deny="$SOFTRDMA_BUILD/bin/deny_syscall"
-engine=uring
+engine=epoll	# the default engine (SOFTRDMA_POLL_PROGRESS on)
 
 # payloads OUTPUT: the same_host_payloads that `softrdma counters` printed last in OUTPUT.
 payloads() { sed -n 's/^same_host_payloads *\([0-9]*\)$/\1/p' <<<"$1" | tail -n 1; }
