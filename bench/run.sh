@@ -211,7 +211,7 @@ iters() { # SIZE: perftest -n for a run of about 1-3 s here (perftest's client a
 	esac
 }
 
-engine=${SOFTRDMA_ENGINE:-io_uring (default; epoll where io_uring is refused)}
+engine=${SOFTRDMA_ENGINE:-epoll, driven by polls too (the default; io_uring with SOFTRDMA_POLL_PROGRESS=0)}
 rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "run.sh: softrdma $rev, engine $engine, $rounds rounds, $(nproc) cpus, load $load_start"
