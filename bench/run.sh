@@ -141,7 +141,7 @@ perftest() {
 	if [ "$rc" -ne 0 ]; then stop "$spid" 0; else stop "$spid" 5; fi
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 	case $name in
-	*_lat) kind=lat ;;
+	*_lat | *_lat_*) kind=lat ;;
 	*) kind=bw ;;
 	esac
 	vals=$(awk -v kind="$kind" -v size="$size" -f bench/perftest.awk "$log_c")

@@ -1,10 +1,26 @@
 // SPDX-License-Identifier: MIT
+#define _GNU_SOURCE	/* POLLRDHUP */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "emu/io.h"
+
+uint32_t io_revents(uint32_t poll_mask)
+{
+	uint32_t r = 0;
+
+	/* A hang-up or an error is announced as readable: the reader finds out which. */
+	if (poll_mask & (POLLIN | POLLRDHUP | POLLHUP))
+		r |= IO_IN;
+	if (poll_mask & POLLOUT)
+		r |= IO_OUT;
+	if (poll_mask & POLLERR)
+		r |= IO_ERR | IO_IN;
+	return r;
+}
 
 int io_backend_create(struct io_backend **out, bool app_progress)
 {

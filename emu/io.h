@@ -79,6 +79,9 @@ struct io_backend {
 extern const struct io_backend_ops io_uring_backend;
 extern const struct io_backend_ops io_epoll_backend;
 
+/* What a poll(2) mask (epoll's EPOLL* bits have the same values) means to a watch. */
+uint32_t io_revents(uint32_t poll_mask);
+
 /*
  * SOFTRDMA_ENGINE=uring|epoll forces one. Otherwise epoll when polls may drive the engine
  * (app_progress: SOFTRDMA_POLL_PROGRESS is not 0), since only there a polling thread needs

@@ -223,21 +223,6 @@ static int uring_wait(struct io_backend *base, int timeout_ms)
 	return 0;
 }
 
-static uint32_t revents_of(int res)
-{
-	uint32_t revents = 0;
-
-	if (res < 0)
-		return IO_ERR | IO_IN;
-	if (res & (POLLIN | POLLRDHUP | POLLHUP))
-		revents |= IO_IN;
-	if (res & POLLOUT)
-		revents |= IO_OUT;
-	if (res & POLLERR)
-		revents |= IO_ERR | IO_IN;
-	return revents;
-}
-
 static int uring_dispatch(struct io_backend *base, bool engine_thread)
 {
 	struct uring_backend *b = to_uring(base);
@@ -264,7 +249,7 @@ static int uring_dispatch(struct io_backend *base, bool engine_thread)
 		if (!w)
 			continue;
 		w->armed = 0;
-		w->ready(w, revents_of(res));
+		w->ready(w, res < 0 ? IO_ERR | IO_IN : io_revents((uint32_t)res));
 		n++;
 		/* Still watched and not re-armed by ready() itself: watch it again. */
 		if (b->slots[slot].w == w && !w->armed)
