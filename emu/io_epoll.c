@@ -1,28 +1,16 @@
 // SPDX-License-Identifier: MIT
 /* The epoll backend: level-triggered, one epoll_event per watch. */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
 #include "emu/io.h"
 
-#define EPOLL_BATCH 64
-
 struct epoll_backend {
 	struct io_backend base;
 	int epfd;
 	bool removed;		/* a watch was removed during the batch being dispatched */
-	/*
-	 * What the engine thread's blocking wait fetched (the engine thread's alone: written by
-	 * its wait, read by its next dispatch) and the dispatch count when that wait began.
-	 */
-	struct epoll_event waited[EPOLL_BATCH];
-	int nwaited;
-	unsigned long waited_at;
-	/* dispatch() calls so far: made under progress, read by wait() without it */
-	atomic_ulong dispatches;
 };
 
 static int epoll_create_backend(struct io_backend **out)
@@ -82,20 +70,16 @@ static void epoll_remove(struct io_backend *base, struct io_watch *w)
 }
 
 /*
- * The engine thread blocks here without progress. What it fetches is still true when it
- * holds progress unless another thread dispatched meanwhile (read a socket, or removed and
- * freed a watch): dispatch() then throws it away and asks again. Otherwise, the common case
- * when no application polls, it is used as it is, one epoll_wait() a wake-up.
+ * The engine thread blocks here without progress. What it fetched may be stale by the time
+ * it holds progress (another thread's pass read the socket, or removed and freed the watch),
+ * so it is thrown away: dispatch() asks again.
  */
 static int epoll_wait_only(struct io_backend *base, int timeout_ms)
 {
 	struct epoll_backend *b = (struct epoll_backend *)base;
-	int n;
+	struct epoll_event ev;
 
-	b->waited_at = atomic_load(&b->dispatches);
-	n = epoll_wait(b->epfd, b->waited, EPOLL_BATCH, timeout_ms);
-	b->nwaited = n > 0 ? n : 0;
-	if (n < 0 && errno != EINTR)
+	if (epoll_wait(b->epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
 		return errno;
 	return 0;
 }
@@ -103,19 +87,9 @@ static int epoll_wait_only(struct io_backend *base, int timeout_ms)
 static int epoll_dispatch(struct io_backend *base, bool engine_thread)
 {
 	struct epoll_backend *b = (struct epoll_backend *)base;
-	struct epoll_event fetched[EPOLL_BATCH], *evs = fetched;
-	unsigned long before = atomic_fetch_add(&b->dispatches, 1);
-	int n, done = 0;
+	struct epoll_event evs[64];
+	int n = epoll_wait(b->epfd, evs, 64, 0), done = 0;
 
-	/* waited_at is the engine thread's: only it may read it (its wait() writes it). */
-	if (engine_thread && before == b->waited_at) {
-		evs = b->waited;
-		n = b->nwaited;
-	} else {
-		n = epoll_wait(b->epfd, fetched, EPOLL_BATCH, 0);
-	}
-	if (engine_thread)
-		b->nwaited = 0;
 	if (n < 0)
 		return 0;
 	/*
