@@ -259,6 +259,7 @@ struct emu_engine {
 	_Atomic(pthread_t) progress_owner;	/* its holder, 0: none (engine_on_thread()) */
 	bool app_progress;		/* SOFTRDMA_POLL_PROGRESS is not 0: pollers may drive */
 	int test_nap_ms;		/* SOFTRDMA_TEST_ENGINE_NAP_MS (emu/progress.c) */
+	bool tx_cork;			/* SOFTRDMA_DOORBELL_BATCH is not 0 (emu/requester.c) */
 	pthread_t thread;
 	int refs;			/* process_engine_lock: emu_engine_get()s not yet put */
 	struct io_backend *io;

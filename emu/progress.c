@@ -19,11 +19,13 @@ void engine_progress_init(struct emu_engine *e)
 {
 	const char *on = getenv("SOFTRDMA_POLL_PROGRESS");
 	const char *nap = getenv("SOFTRDMA_TEST_ENGINE_NAP_MS");
+	const char *cork = getenv("SOFTRDMA_DOORBELL_BATCH");
 
 	pthread_mutex_init(&e->progress, NULL);
 	atomic_init(&e->progress_owner, (pthread_t)0);
 	e->app_progress = !on || strcmp(on, "0");
 	e->test_nap_ms = nap ? atoi(nap) : 0;
+	e->tx_cork = !cork || strcmp(cork, "0");
 }
 
 bool engine_on_thread(struct emu_engine *e)

@@ -399,6 +399,28 @@ void requester_resend(struct emu_qp *qp, uint32_t psn, bool oldest_only)
 }
 
 /*
+ * Doorbell batching. While CORK_AFTER or more of this QP's requests are on their way
+ * unanswered, what is posted waits for their answer: completer_end() sends it then, every
+ * WQE posted meanwhile in one sendmsg, as a NIC's send engine takes together the WQEs rung
+ * while it was busy. A program posting in a loop then costs one system call per ACK, not
+ * one per WR, and the responder one read and one ACK per batch. A burst of up to
+ * CORK_AFTER, and the one request of a ping-pong, leave at once; the wait is bounded by an
+ * answer already due, and by TX_BATCH_FRAMES. UC is never held (nothing answers it), nor a
+ * QP whose requests were lost (the ACK timer resends them: no answer may come before).
+ */
+#define CORK_AFTER	2
+#define CORK_MAX	64
+
+static bool requester_corked(struct emu_qp *qp, const struct conn *c)
+{
+	if (!qp->engine->tx_cork || qp->type == IBV_QPT_UC || qp->comp.lost ||
+	    c->state != CONN_OPEN)
+		return false;
+	return qp->req.next - qp->comp.tail >= CORK_AFTER &&
+	       qp->sq.head - qp->req.next < CORK_MAX;
+}
+
+/*
  * From ibv_post_send: the frames are sent after qp->lock is dropped (under the stream's
  * tx_lock, taken first so that frames leave in PSN order), so that the engine thread can
  * take the QP's ACKs while this thread is in sendmsg. Releases qp->lock.
@@ -408,6 +430,11 @@ static void requester_progress_unlock(struct emu_qp *qp)
 	struct tx_batch b;
 	struct conn *c;
 
+	c = qp->streams.req;
+	if (c && requester_corked(qp, c)) {
+		pthread_mutex_unlock(&qp->lock);
+		return;
+	}
 	tx_batch_init(&b);
 	requester_fill(qp, &b, UINT_MAX);
 	c = qp->streams.req;

@@ -388,6 +388,42 @@ static void test_unsignaled_covered_by_signaled(void **state)
 	rc_expect_wc(env->a.scq, 163, IBV_WC_SUCCESS, NULL);
 }
 
+/*
+ * A program posting one WR at a time while earlier ones are unanswered: the requester
+ * holds the later ones for the next answer and sends them together (doorbell batching,
+ * emu/requester.c). Whatever it holds must leave, in order, with every completion; a
+ * READ among the WRITEs is held and answered the same way.
+ */
+static void test_wrs_posted_one_by_one_leave_in_order(void **state)
+{
+	struct bufs m;
+	struct rc_env *env = pair_with_bufs(state, &m);
+	struct ibv_sge sge;
+	size_t chunk = env->page / 128;	/* the first half written, the second read back */
+	uint64_t i;
+
+	for (i = 0; i < 64; i++) {
+		bool read = i % 8 == 7;
+
+		sge = rc_sge(m.a->p + i * chunk, (uint32_t)chunk, m.amr);
+		assert_int_equal(rc_post_rdma(env->a.qp, i, read ? IBV_WR_RDMA_READ :
+					      IBV_WR_RDMA_WRITE, &sge, 1,
+					      (uintptr_t)m.b->p + (read ? 64 + i : i) * chunk,
+					      m.bmr->rkey), 0);
+	}
+	for (i = 0; i < 64; i++)
+		rc_expect_wc(env->a.scq, i, IBV_WC_SUCCESS, NULL);
+	for (i = 0; i < 64; i++) {
+		if (i % 8 == 7)	/* A's chunk i now holds B's chunk 64 + i, untouched */
+			rc_expect_bytes(m.a->p + i * chunk, m.b->p + (64 + i) * chunk, chunk,
+					"A's chunk after its READ");
+		else
+			rc_expect_bytes(m.b->p + i * chunk, m.a->p + i * chunk, chunk,
+					"B's chunk after its WRITE");
+	}
+	rc_expect_no_wc(env->a.scq, RC_QUIET_MS);
+}
+
 static void test_sq_sig_all_signals_every_wr(void **state)
 {
 	struct rc_env *env = *state;
@@ -722,6 +758,7 @@ int main(void)
 	case_add(&l, RC_TEST(read_scatters_into_multiple_sges));
 	CASE_TABLE(&l, run_atomic, rc_setup, rc_teardown, atomics);
 	case_add(&l, RC_TEST(unsignaled_covered_by_signaled));
+	case_add(&l, RC_TEST(wrs_posted_one_by_one_leave_in_order));
 	case_add(&l, RC_TEST(sq_sig_all_signals_every_wr));
 	case_add(&l, RC_TEST(too_small_receive));
 	case_add(&l, RC_TEST(rnr_retry_0_exceeded));
