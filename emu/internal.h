@@ -333,8 +333,8 @@ static inline bool accept_must_rest(int err)
 /* Engine thread: a rest begins, to end at *resume_ns (the engine's timer is told). */
 void accept_rest_begin(struct emu_engine *e, uint64_t *resume_ns);
 /*
- * Engine thread, from a timer: true when the rest *resume_ns was ending is over (*resume_ns is
- * 0 again, the caller watches its socket again); *next is the rest's end while it lasts, else
+ * Engine thread, from a timer at now: true when the rest is over (*resume_ns is 0 again and
+ * the caller watches its socket again); *next is when the rest ends while it lasts, else
  * UINT64_MAX.
  */
 bool accept_rest_over(uint64_t *resume_ns, uint64_t now, uint64_t *next);

@@ -264,11 +264,12 @@ void sr_obj_leave(struct sr_context *ctx, struct sr_obj *o);
 int sr_obj_destroy_begin(struct sr_context *ctx, struct sr_obj_ref ref);
 void sr_obj_destroy_cancel(struct sr_context *ctx, struct sr_obj *o);	/* it stays after all */
 /*
- * A teardown whose engine step failed with err: the object stays (sr_obj_destroy_cancel(),
- * true: the destroy verb returns err), unless the context is closing, when it goes anyway.
+ * A teardown whose step (the engine's, or settling events) failed with err: the object stays
+ * (sr_obj_destroy_cancel(); true, the destroy verb returns err), unless the context is
+ * closing, when it goes anyway.
  */
 bool sr_obj_teardown_refused(struct sr_context *ctx, struct sr_obj *o, int err);
-/* The end of a teardown that keeps nothing: unless refused, o is unmade and mem freed. */
+/* The end of a teardown that keeps nothing (err: its step's, or 0): o unmade, mem freed. */
 int sr_obj_teardown_free(struct sr_context *ctx, struct sr_obj *o, void *mem, int err);
 /* A destroy verb: sr_obj_destroy_begin(), then the type's teardown (sr_*_teardown). */
 int sr_obj_destroy(struct sr_context *ctx, struct sr_obj_ref ref);
