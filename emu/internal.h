@@ -331,6 +331,14 @@ static inline bool accept_must_rest(int err)
 {
 	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 }
+/* Engine thread: a rest begins, to end at *resume_ns (the engine's timer is told). */
+void accept_rest_begin(struct emu_engine *e, uint64_t *resume_ns);
+/*
+ * Engine thread, from a timer at now: true when the rest is over (*resume_ns is 0 again and
+ * the caller watches its socket again); *next is when the rest ends while it lasts, else
+ * UINT64_MAX.
+ */
+bool accept_rest_over(uint64_t *resume_ns, uint64_t now, uint64_t *next);
 /* The addresses to listen on, from the GID table (kernel-abi/host_gids.h): count or -errno. */
 /* The GID table's addresses, and the interface of each (multicast joins and sends). */
 int listener_addresses(struct sockaddr_in6 **out, unsigned int **ifindexes);

@@ -213,29 +213,48 @@ int listener_udp_socket(const struct emu_listener *l, const uint8_t sgid[16],
 	return -1;
 }
 
+void accept_rest_begin(struct emu_engine *e, uint64_t *resume_ns)
+{
+	*resume_ns = engine_now_ns() + ACCEPT_BACKOFF_NS;
+	engine_timer_changed(e, *resume_ns);
+}
+
+bool accept_rest_over(uint64_t *resume_ns, uint64_t now, uint64_t *next)
+{
+	*next = UINT64_MAX;
+	if (!*resume_ns)
+		return false;
+	if (now < *resume_ns) {
+		*next = *resume_ns;
+		return false;
+	}
+	*resume_ns = 0;
+	return true;
+}
+
+/* Whether every TCP socket of l is watched for connections (IO_IN) or not (0). */
+static void watch_accepts(struct emu_listener *l, uint32_t events)
+{
+	for (int i = 0; i < l->nsocks; i++) {
+		l->socks[i].tcp_watch.events = events;
+		engine_rewatch(l->engine, &l->socks[i].tcp_watch);
+	}
+}
+
 /* Out of descriptors: stop accepting on every socket of l until the backoff ends. */
 static void back_off(struct emu_listener *l)
 {
-	for (int i = 0; i < l->nsocks; i++) {
-		l->socks[i].tcp_watch.events = 0;
-		engine_rewatch(l->engine, &l->socks[i].tcp_watch);
-	}
-	l->resume_ns = engine_now_ns() + ACCEPT_BACKOFF_NS;
-	engine_timer_changed(l->engine, l->resume_ns);
+	watch_accepts(l, 0);
+	accept_rest_begin(l->engine, &l->resume_ns);
 }
 
 uint64_t listener_timer(struct emu_listener *l, uint64_t now)
 {
-	if (!l->resume_ns)
-		return UINT64_MAX;
-	if (now < l->resume_ns)
-		return l->resume_ns;
-	l->resume_ns = 0;
-	for (int i = 0; i < l->nsocks; i++) {
-		l->socks[i].tcp_watch.events = IO_IN;
-		engine_rewatch(l->engine, &l->socks[i].tcp_watch);
-	}
-	return UINT64_MAX;
+	uint64_t next;
+
+	if (accept_rest_over(&l->resume_ns, now, &next))
+		watch_accepts(l, IO_IN);
+	return next;
 }
 
 static void on_accept_ready(struct io_watch *w, uint32_t revents)

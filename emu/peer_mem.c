@@ -43,22 +43,18 @@ static void rest_local_socket(struct emu_engine *e)
 {
 	e->local_watch.events = 0;
 	engine_rewatch(e, &e->local_watch);
-	e->local_resume_ns = engine_now_ns() + ACCEPT_BACKOFF_NS;
-	engine_timer_changed(e, e->local_resume_ns);
+	accept_rest_begin(e, &e->local_resume_ns);
 }
 
 uint64_t peer_mem_timer(struct emu_engine *e, uint64_t now)
 {
-	if (!e->local_resume_ns)
-		return UINT64_MAX;
-	if (now < e->local_resume_ns)
-		return e->local_resume_ns;
-	e->local_resume_ns = 0;
-	if (e->local_fd >= 0) {
+	uint64_t next;
+
+	if (accept_rest_over(&e->local_resume_ns, now, &next) && e->local_fd >= 0) {
 		e->local_watch.events = IO_IN;
 		engine_rewatch(e, &e->local_watch);
 	}
-	return UINT64_MAX;
+	return next;
 }
 
 static void on_local_ready(struct io_watch *w, uint32_t revents)

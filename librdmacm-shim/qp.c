@@ -260,11 +260,8 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *
 		return -1;
 	if (!attr->send_cq || !attr->recv_cq) {
 		ret = make_default_cqs(id, (int)attr->cap.max_send_wr, (int)attr->cap.max_recv_wr);
-		if (ret) {
-			destroy_default_cqs(id);
-			errno = ret;
-			return -1;
-		}
+		if (ret)
+			goto err_cqs;
 		if (!attr->send_cq)
 			attr->send_cq = id->send_cq;
 		if (!attr->recv_cq)
@@ -280,18 +277,13 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *
 		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
 		if (!attr->xrcd) {
 			ret = errno;
-			destroy_default_cqs(id);
-			errno = ret;
-			return -1;
+			goto err_cqs;
 		}
 	}
 	qp = ibv_create_qp_ex(id->verbs, attr);
 	if (!qp) {
 		ret = errno;
-
-		destroy_default_cqs(id);
-		errno = ret;
-		return -1;
+		goto err_cqs;
 	}
 	id->qp = qp;
 	id->pd = attr->pd;
@@ -301,14 +293,18 @@ EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *
 		ret = modify_to(to_cm_id(id), IBV_QPS_RTR);
 	if (!ret && cm_id_is_ud(to_cm_id(id)))
 		ret = modify_to(to_cm_id(id), IBV_QPS_RTS);
-	if (ret) {
-		ibv_destroy_qp(qp);
-		id->qp = NULL;
-		destroy_default_cqs(id);
-		errno = ret;
-		return -1;
-	}
+	if (ret)
+		goto err_qp;
 	return 0;
+
+err_qp:
+	ibv_destroy_qp(qp);
+	id->qp = NULL;
+err_cqs:
+	/* ret, not errno: destroying the CQs may change errno. */
+	destroy_default_cqs(id);
+	errno = ret;
+	return -1;
 }
 
 EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,

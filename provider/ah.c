@@ -25,11 +25,8 @@ struct ibv_ah *sr_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	if (!ah)
 		return NULL;
 	ret = sr_obj_create(ctx, &ah->obj, SR_OBJ_AH, &parent, 1);
-	if (ret) {
-		free(ah);
-		errno = ret;
-		return NULL;
-	}
+	if (ret)
+		return sr_obj_create_failed(ctx, NULL, ah, ret);
 	ah->ibv_ah.context = pd->context;
 	ah->ibv_ah.pd = pd;
 	ah->ibv_ah.handle = ah->obj.handle;
@@ -43,9 +40,7 @@ struct ibv_ah *sr_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 
 int sr_ah_teardown(struct sr_context *ctx, struct sr_ah *ah)
 {
-	sr_obj_unmake(ctx, &ah->obj);
-	free(ah);
-	return 0;
+	return sr_obj_teardown_free(ctx, &ah->obj, ah, 0);
 }
 
 int sr_destroy_ah(struct ibv_ah *ibah)

@@ -140,10 +140,8 @@ int sr_cq_teardown(struct sr_context *ctx, struct sr_cq *cq)
 					      .raised = emu_cq_events_raised(cq->cq),
 					      .taken = atomic_load(&cq->comp_taken) };
 	ret = sr_events_settle(ctx, ev, n);
-	if (ret && !ctx->closing) {
-		sr_obj_destroy_cancel(ctx, &cq->obj);
+	if (sr_obj_teardown_refused(ctx, &cq->obj, ret))
 		return ret;
-	}
 	emu_cq_destroy(cq->cq);
 	sr_obj_unmake(ctx, &cq->obj);
 	sr_events_wait_acked(ctx, &ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,

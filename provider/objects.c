@@ -171,6 +171,15 @@ void sr_obj_unmake(struct sr_context *ctx, struct sr_obj *o)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void *sr_obj_create_failed(struct sr_context *ctx, struct sr_obj *o, void *mem, int err)
+{
+	if (o)
+		sr_obj_unmake(ctx, o);
+	free(mem);
+	errno = err;
+	return NULL;
+}
+
 int sr_obj_enter(struct sr_context *ctx, struct sr_obj_ref ref)
 {
 	struct sr_obj_table *t = &ctx->objects;
@@ -213,6 +222,23 @@ void sr_obj_destroy_cancel(struct sr_context *ctx, struct sr_obj *o)
 	pthread_mutex_lock(&ctx->objects.lock);
 	o->calls = 0;
 	pthread_mutex_unlock(&ctx->objects.lock);
+}
+
+bool sr_obj_teardown_refused(struct sr_context *ctx, struct sr_obj *o, int err)
+{
+	if (!err || ctx->closing)
+		return false;
+	sr_obj_destroy_cancel(ctx, o);
+	return true;
+}
+
+int sr_obj_teardown_free(struct sr_context *ctx, struct sr_obj *o, void *mem, int err)
+{
+	if (sr_obj_teardown_refused(ctx, o, err))
+		return err;
+	sr_obj_unmake(ctx, o);
+	free(mem);
+	return 0;
 }
 
 int sr_obj_swap_parent(struct sr_context *ctx, struct sr_obj *o, struct sr_obj *old,

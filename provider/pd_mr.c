@@ -26,11 +26,8 @@ struct ibv_pd *sr_alloc_pd(struct ibv_context *context)
 	if (!pd)
 		return NULL;
 	ret = sr_obj_create(ctx, &pd->obj, SR_OBJ_PD, NULL, 0);
-	if (ret) {
-		free(pd);
-		errno = ret;
-		return NULL;
-	}
+	if (ret)
+		return sr_obj_create_failed(ctx, NULL, pd, ret);
 	pd->ibv_pd.context = context;
 	pd->ibv_pd.handle = pd->obj.handle;
 	pd->id = atomic_fetch_add(&next_id, 1);
@@ -40,9 +37,7 @@ struct ibv_pd *sr_alloc_pd(struct ibv_context *context)
 
 int sr_pd_teardown(struct sr_context *ctx, struct sr_pd *pd)
 {
-	sr_obj_unmake(ctx, &pd->obj);
-	free(pd);
-	return 0;
+	return sr_obj_teardown_free(ctx, &pd->obj, pd, 0);
 }
 
 int sr_dealloc_pd(struct ibv_pd *ibpd)
@@ -66,17 +61,12 @@ struct ibv_mr *sr_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 	if (!mr)
 		return NULL;
 	ret = sr_obj_create(ctx, &mr->obj, SR_OBJ_MR, &parent, 1);
-	if (!ret) {
-		ret = mr_register(mem_of(ctx), to_sr_pd(pd)->id, addr, length, hca_va, access,
-				  &mr->region);
-		if (ret)
-			sr_obj_unmake(ctx, &mr->obj);
-	}
-	if (ret) {
-		free(mr);
-		errno = ret;
-		return NULL;
-	}
+	if (ret)
+		return sr_obj_create_failed(ctx, NULL, mr, ret);
+	ret = mr_register(mem_of(ctx), to_sr_pd(pd)->id, addr, length, hca_va, access,
+			  &mr->region);
+	if (ret)
+		return sr_obj_create_failed(ctx, &mr->obj, mr, ret);
 	mr->vmr.ibv_mr.context = pd->context;
 	mr->vmr.ibv_mr.pd = pd;
 	mr->vmr.ibv_mr.addr = addr;
@@ -139,16 +129,8 @@ int sr_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr, 
 
 int sr_mr_teardown(struct sr_context *ctx, struct sr_mr *mr)
 {
-	int ret = mr_deregister(mem_of(ctx), mr->region);
-
 	/* Refused only for a region the table does not hold: closing drops it anyway. */
-	if (ret && !ctx->closing) {
-		sr_obj_destroy_cancel(ctx, &mr->obj);
-		return ret;
-	}
-	sr_obj_unmake(ctx, &mr->obj);
-	free(mr);
-	return 0;
+	return sr_obj_teardown_free(ctx, &mr->obj, mr, mr_deregister(mem_of(ctx), mr->region));
 }
 
 /* ibv_advise_mr(): emu/odp.c checks and prefetches; a positive errno, as mlx5's ioctl. */
@@ -174,16 +156,11 @@ struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	if (!mw)
 		return NULL;
 	ret = sr_obj_create(ctx, &mw->obj, SR_OBJ_MW, &parent, 1);
-	if (!ret) {
-		ret = mw_alloc(mem_of(ctx), to_sr_pd(pd)->id, type, &mw->window);
-		if (ret)
-			sr_obj_unmake(ctx, &mw->obj);
-	}
-	if (ret) {
-		free(mw);
-		errno = ret;
-		return NULL;
-	}
+	if (ret)
+		return sr_obj_create_failed(ctx, NULL, mw, ret);
+	ret = mw_alloc(mem_of(ctx), to_sr_pd(pd)->id, type, &mw->window);
+	if (ret)
+		return sr_obj_create_failed(ctx, &mw->obj, mw, ret);
 	/* libibverbs' ibv_alloc_mw() leaves the whole object to the provider. */
 	mw->ibv_mw.context = pd->context;
 	mw->ibv_mw.pd = pd;
@@ -196,15 +173,7 @@ struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 int sr_mw_teardown(struct sr_context *ctx, struct sr_mw *mw)
 {
-	int ret = mw_dealloc(mem_of(ctx), mw->window);
-
-	if (ret && !ctx->closing) {
-		sr_obj_destroy_cancel(ctx, &mw->obj);
-		return ret;
-	}
-	sr_obj_unmake(ctx, &mw->obj);
-	free(mw);
-	return 0;
+	return sr_obj_teardown_free(ctx, &mw->obj, mw, mw_dealloc(mem_of(ctx), mw->window));
 }
 
 int sr_dealloc_mw(struct ibv_mw *ibmw)

@@ -139,17 +139,12 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_qp_init_
 	if (!qp)
 		return NULL;
 	ret = reserve_qp(ctx, qp, attr);
-	if (!ret) {
-		ret = open_qpn ? sr_xrc_tgt_share(to_sr_xrcd(attr->xrcd), *open_qpn, qp) :
-				 make_qp(ctx, qp, attr);
-		if (ret)
-			sr_obj_unmake(ctx, &qp->obj);
-	}
-	if (ret) {
-		free(qp);
-		errno = ret;
-		return NULL;
-	}
+	if (ret)
+		return sr_obj_create_failed(ctx, NULL, qp, ret);
+	ret = open_qpn ? sr_xrc_tgt_share(to_sr_xrcd(attr->xrcd), *open_qpn, qp) :
+			 make_qp(ctx, qp, attr);
+	if (ret)
+		return sr_obj_create_failed(ctx, &qp->obj, qp, ret);
 	init_ibv_qp(qp, context, attr->qp_type == IBV_QPT_XRC_RECV ? NULL : attr->pd, attr);
 	if (open_qpn)
 		qp->vqp.qp.state = emu_qp_state(qp->qp);

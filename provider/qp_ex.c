@@ -148,29 +148,34 @@ static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_a
 		set_rdma(wr, rkey, remote_addr);
 }
 
+/* An atomic WR with its target and first operand (the compare, or the add), or NULL. */
+static struct ibv_send_wr *begin_atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode,
+					uint32_t rkey, uint64_t remote_addr, uint64_t compare_add)
+{
+	struct ibv_send_wr *wr = begin_wr(qpx, opcode);
+
+	if (wr) {
+		wr->wr.atomic.rkey = rkey;
+		wr->wr.atomic.remote_addr = remote_addr;
+		wr->wr.atomic.compare_add = compare_add;
+	}
+	return wr;
+}
+
 static void wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
 			      uint64_t compare, uint64_t swap)
 {
-	struct ibv_send_wr *wr = begin_wr(qpx, IBV_WR_ATOMIC_CMP_AND_SWP);
+	struct ibv_send_wr *wr = begin_atomic(qpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr,
+					      compare);
 
-	if (!wr)
-		return;
-	wr->wr.atomic.rkey = rkey;
-	wr->wr.atomic.remote_addr = remote_addr;
-	wr->wr.atomic.compare_add = compare;
-	wr->wr.atomic.swap = swap;
+	if (wr)
+		wr->wr.atomic.swap = swap;
 }
 
 static void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
 				uint64_t add)
 {
-	struct ibv_send_wr *wr = begin_wr(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD);
-
-	if (!wr)
-		return;
-	wr->wr.atomic.rkey = rkey;
-	wr->wr.atomic.remote_addr = remote_addr;
-	wr->wr.atomic.compare_add = add;
+	begin_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add);
 }
 
 static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,

@@ -251,12 +251,26 @@ int sr_obj_create(struct sr_context *ctx, struct sr_obj *o, enum sr_obj_type typ
 void sr_obj_publish(struct sr_context *ctx, struct sr_obj *o);
 /* The handle is free again, the parents lose a user, the device's count drops. */
 void sr_obj_unmake(struct sr_context *ctx, struct sr_obj *o);
+/*
+ * A creation verb that failed: o's handle goes back as sr_obj_unmake() gives it (o NULL:
+ * sr_obj_create() itself failed, there is none), mem, the object's memory, is freed, and the
+ * verb returns this NULL with errno err.
+ */
+void *sr_obj_create_failed(struct sr_context *ctx, struct sr_obj *o, void *mem, int err);
 /* A verb on the object: 0 until sr_obj_leave(), or ENOENT, EINVAL, EBUSY (being destroyed). */
 int sr_obj_enter(struct sr_context *ctx, struct sr_obj_ref ref);
 void sr_obj_leave(struct sr_context *ctx, struct sr_obj *o);
 /* A destroy: 0 (nothing finds it any more), ENOENT, EINVAL, or EBUSY (users, or a verb running). */
 int sr_obj_destroy_begin(struct sr_context *ctx, struct sr_obj_ref ref);
 void sr_obj_destroy_cancel(struct sr_context *ctx, struct sr_obj *o);	/* it stays after all */
+/*
+ * A teardown whose step (the engine's, or settling events) failed with err: the object stays
+ * (sr_obj_destroy_cancel(); true, the destroy verb returns err), unless the context is
+ * closing, when it goes anyway.
+ */
+bool sr_obj_teardown_refused(struct sr_context *ctx, struct sr_obj *o, int err);
+/* The end of a teardown that keeps nothing (err: its step's, or 0): o unmade, mem freed. */
+int sr_obj_teardown_free(struct sr_context *ctx, struct sr_obj *o, void *mem, int err);
 /* A destroy verb: sr_obj_destroy_begin(), then the type's teardown (sr_*_teardown). */
 int sr_obj_destroy(struct sr_context *ctx, struct sr_obj_ref ref);
 /* ibv_rereg_mr(IBV_REREG_MR_CHANGE_PD): o becomes a user of parent instead of old. */

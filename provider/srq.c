@@ -31,21 +31,16 @@ static struct ibv_srq *create_srq(struct ibv_pd *pd, struct ibv_srq_attr *attr,
 	init.handle = (uintptr_t)ibsrq;
 	init.events_raised = &srq->async.raised;
 	ret = sr_obj_create(ctx, &srq->obj, SR_OBJ_SRQ, parents, xrcd ? 3 : 1);
-	if (!ret) {
-		init.pd_handle = to_sr_pd(pd)->id;
-		if (xrcd) {
-			init.xrcd = sr_xrcd_id(to_sr_xrcd(xrcd));
-			init.cq = to_sr_cq(cq)->cq;
-		}
-		ret = emu_srq_create(ctx->engine, &init, &srq->srq);
-		if (ret)
-			sr_obj_unmake(ctx, &srq->obj);
+	if (ret)
+		return sr_obj_create_failed(ctx, NULL, srq, ret);
+	init.pd_handle = to_sr_pd(pd)->id;
+	if (xrcd) {
+		init.xrcd = sr_xrcd_id(to_sr_xrcd(xrcd));
+		init.cq = to_sr_cq(cq)->cq;
 	}
-	if (ret) {
-		free(srq);
-		errno = ret;
-		return NULL;
-	}
+	ret = emu_srq_create(ctx->engine, &init, &srq->srq);
+	if (ret)
+		return sr_obj_create_failed(ctx, &srq->obj, srq, ret);
 	*attr = init.attr;
 	srq->vsrq.srq_type = xrcd ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
 	srq->vsrq.xrcd = xrcd ? &to_sr_xrcd(xrcd)->vxrcd : NULL;
@@ -133,10 +128,8 @@ int sr_srq_teardown(struct sr_context *ctx, struct sr_srq *srq)
 	bool keep;
 
 	/* The table counted its QPs already: the engine's EBUSY cannot happen. */
-	if (ret && !ctx->closing) {
-		sr_obj_destroy_cancel(ctx, &srq->obj);
+	if (sr_obj_teardown_refused(ctx, &srq->obj, ret))
 		return ret;
-	}
 	keep = sr_async_settle_unmake(ctx, &srq->obj, (uintptr_t)ibsrq, &srq->async,
 				      &ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed);
 	sr_obj_keep_or_free(ctx, &srq->obj, keep, &ibsrq->mutex, &ibsrq->cond);

@@ -128,18 +128,13 @@ struct ibv_xrcd *sr_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_
 	if (!xrcd)
 		return NULL;
 	ret = sr_obj_create(ctx, &xrcd->obj, SR_OBJ_XRCD, NULL, 0);
-	if (!ret) {
-		pthread_mutex_lock(&xrc_lock);
-		ret = find_domain(attr, &xrcd->domain);
-		pthread_mutex_unlock(&xrc_lock);
-		if (ret)
-			sr_obj_unmake(ctx, &xrcd->obj);
-	}
-	if (ret) {
-		free(xrcd);
-		errno = ret;
-		return NULL;
-	}
+	if (ret)
+		return sr_obj_create_failed(ctx, NULL, xrcd, ret);
+	pthread_mutex_lock(&xrc_lock);
+	ret = find_domain(attr, &xrcd->domain);
+	pthread_mutex_unlock(&xrc_lock);
+	if (ret)
+		return sr_obj_create_failed(ctx, &xrcd->obj, xrcd, ret);
 	xrcd->vxrcd.xrcd.context = context;
 	xrcd->vxrcd.comp_mask = VERBS_XRCD_HANDLE;
 	xrcd->vxrcd.handle = xrcd->obj.handle;
@@ -152,9 +147,7 @@ int sr_xrcd_teardown(struct sr_context *ctx, struct sr_xrcd *xrcd)
 	pthread_mutex_lock(&xrc_lock);
 	put_domain(xrcd->domain);
 	pthread_mutex_unlock(&xrc_lock);
-	sr_obj_unmake(ctx, &xrcd->obj);
-	free(xrcd);
-	return 0;
+	return sr_obj_teardown_free(ctx, &xrcd->obj, xrcd, 0);
 }
 
 /* EBUSY while SRQs or target QPs made through this handle are there. */
