@@ -405,16 +405,17 @@ void requester_resend(struct emu_qp *qp, uint32_t psn, bool oldest_only)
  * while it was busy. A program posting in a loop then costs one system call per ACK, not
  * one per WR, and the responder one read and one ACK per batch. A burst of up to
  * CORK_AFTER, and the one request of a ping-pong, leave at once; the wait is bounded by an
- * answer already due, and by TX_BATCH_FRAMES. UC is never held (nothing answers it), nor a
- * QP whose requests were lost (the ACK timer resends them: no answer may come before).
+ * answer already due, and CORK_MAX held WRs go without waiting. UC is never held (nothing
+ * answers it), nor a QP whose requests were lost (the ACK timer resends them: no answer may
+ * come before), nor one without a stream (the post opens it). qp->lock held.
  */
 #define CORK_AFTER	2
 #define CORK_MAX	64
 
-static bool requester_corked(struct emu_qp *qp, const struct conn *c)
+static bool requester_corked(const struct emu_qp *qp)
 {
 	if (!qp->engine->tx_cork || qp->type == IBV_QPT_UC || qp->comp.lost ||
-	    c->state != CONN_OPEN)
+	    !qp->streams.req)
 		return false;
 	return qp->req.next - qp->comp.tail >= CORK_AFTER &&
 	       qp->sq.head - qp->req.next < CORK_MAX;
@@ -430,8 +431,7 @@ static void requester_progress_unlock(struct emu_qp *qp)
 	struct tx_batch b;
 	struct conn *c;
 
-	c = qp->streams.req;
-	if (c && requester_corked(qp, c)) {
+	if (requester_corked(qp)) {
 		pthread_mutex_unlock(&qp->lock);
 		return;
 	}
