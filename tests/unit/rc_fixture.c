@@ -2,6 +2,7 @@
 /* The RC tests' shared fixture; see rc_fixture.h. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -144,6 +145,29 @@ int rc_teardown_child(void **state)
 		rc_child = 0;
 	}
 	return *state ? rc_teardown(state) : 0;
+}
+
+pid_t rc_fork_with_pipes(int *from_peer, int *to_peer)
+{
+	int up[2], down[2];	/* child to parent, parent to child */
+	pid_t pid;
+
+	assert_int_equal(pipe2(up, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(down, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		*from_peer = down[0];
+		*to_peer = up[1];
+	} else {
+		close(up[1]);
+		close(down[0]);
+		*from_peer = up[0];
+		*to_peer = down[1];
+	}
+	return pid;
 }
 
 void rc_default_opts(struct rc_qp_opts *o)

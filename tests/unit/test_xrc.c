@@ -723,7 +723,7 @@ static int target_child(int to_parent, int from_parent)
 
 static void test_send_between_two_processes(void **state)
 {
-	int up[2], down[2], status;
+	int from_child, to_child, status;
 	struct xrc_ids ids;
 	struct rc_env env;
 	struct ibv_cq *cq;
@@ -735,17 +735,9 @@ static void test_send_between_two_processes(void **state)
 	pid_t child;
 
 	(void)state;
-	assert_int_equal(pipe2(up, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(down, O_CLOEXEC), 0);
-	child = fork();
-	assert_true(child >= 0);
-	if (!child) {
-		close(up[0]);
-		close(down[1]);
-		_exit(target_child(up[1], down[0]));
-	}
-	close(up[1]);
-	close(down[0]);
+	child = rc_fork_with_pipes(&from_child, &to_child);
+	if (!child)
+		_exit(target_child(to_child, from_child));
 	rc_open(&env);
 	cq = ibv_create_cq(env.ctx, 8, NULL, NULL, 0);
 	assert_non_null(cq);
@@ -754,21 +746,21 @@ static void test_send_between_two_processes(void **state)
 	src = rc_alloc(&env, MSG);
 	rc_fill(src->p, MSG, 5);
 	mr = rc_reg(&env, env.pd, src->p, MSG, IBV_ACCESS_LOCAL_WRITE);
-	assert_true(rc_read_within(up[0], &ids, sizeof(ids)));
-	assert_int_equal(write(down[1], &ini->qp_num, sizeof(ini->qp_num)), sizeof(ini->qp_num));
-	assert_true(rc_read_within(up[0], &ready, 1));
+	assert_true(rc_read_within(from_child, &ids, sizeof(ids)));
+	assert_int_equal(write(to_child, &ini->qp_num, sizeof(ini->qp_num)), sizeof(ini->qp_num));
+	assert_true(rc_read_within(from_child, &ready, 1));
 	assert_int_equal(connect_ini(ini, ids.qpn, &env.gid), 0);
 	out = rc_sge(src->p, MSG, mr);
 	assert_int_equal(post_xrc(ini, 1, IBV_WR_SEND, &out, ids.srqn, 0, 0), 0);
 	rc_expect_wc(cq, 1, IBV_WC_SUCCESS, NULL);
-	assert_int_equal(write(down[1], "x", 1), 1);
+	assert_int_equal(write(to_child, "x", 1), 1);
 	assert_int_equal(waitpid(child, &status, 0), child);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	assert_int_equal(ibv_destroy_qp(ini), 0);
 	assert_int_equal(ibv_destroy_cq(cq), 0);
-	close(up[0]);
-	close(down[1]);
+	close(from_child);
+	close(to_child);
 	rc_close(&env);
 }
 
