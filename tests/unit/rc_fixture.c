@@ -62,17 +62,21 @@ const char *rc_state_name(enum ibv_qp_state s)
 	return (unsigned int)s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
 }
 
+struct ibv_context *rc_open_softrdma0(struct ibv_device **list)
+{
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "softrdma0"))
+			return ibv_open_device(list[i]);
+	return NULL;
+}
+
 void rc_open(struct rc_env *env)
 {
-	int n;
-
 	memset(env, 0, sizeof(*env));
 	env->page = (size_t)sysconf(_SC_PAGESIZE);
-	env->list = ibv_get_device_list(&n);
+	env->list = ibv_get_device_list(NULL);
 	assert_non_null(env->list);
-	for (int i = 0; i < n && !env->ctx; i++)
-		if (!strcmp(ibv_get_device_name(env->list[i]), "softrdma0"))
-			env->ctx = ibv_open_device(env->list[i]);
+	env->ctx = rc_open_softrdma0(env->list);
 	assert_non_null(env->ctx);
 	assert_int_equal(ibv_query_gid(env->ctx, 1, 0, &env->gid), 0);
 	env->pd = ibv_alloc_pd(env->ctx);

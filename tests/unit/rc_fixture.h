@@ -92,6 +92,9 @@ int rc_teardown_child(void **state);
 pid_t rc_fork_with_pipes(int *from_peer, int *to_peer);
 /* The same, for a test that must do something (fork) before the device is opened. */
 void rc_open(struct rc_env *env);
+/* The device the tests run on, opened from list; NULL if it is not there or will not
+ * open. Uses no cmocka: a forked child may call it. */
+struct ibv_context *rc_open_softrdma0(struct ibv_device **list);
 void rc_close(struct rc_env *env);
 
 void rc_default_opts(struct rc_qp_opts *o);

@@ -510,7 +510,7 @@ struct peer_info {
 static void child_main(int to_parent, int from_parent)
 {
 	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
+	struct ibv_context *ctx;
 	struct peer_info me = { 0 }, parent;
 	struct ibv_qp_init_attr init = { .qp_type = IBV_QPT_RC,
 					 .cap = { .max_send_wr = 4, .max_recv_wr = 4,
@@ -524,15 +524,12 @@ static void child_main(int to_parent, int from_parent)
 	struct ibv_sge recv_sge;
 	struct ibv_recv_wr recv = { .wr_id = 1, .sg_list = &recv_sge, .num_sge = 1 }, *bad;
 	char ready = 1, c;
-	int n;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	alarm(60);
 	rc_default_opts(&o);
-	list = ibv_get_device_list(&n);
-	for (int i = 0; list && i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "softrdma0"))
-			ctx = ibv_open_device(list[i]);
+	list = ibv_get_device_list(NULL);
+	ctx = rc_open_softrdma0(list);
 	if (!ctx || ibv_query_gid(ctx, 1, 0, &me.gid))
 		_exit(2);
 	pd = ibv_alloc_pd(ctx);

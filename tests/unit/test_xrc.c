@@ -668,7 +668,7 @@ struct xrc_ids {
 static int target_child(int to_parent, int from_parent)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
+	struct ibv_context *ctx = rc_open_softrdma0(list);
 	static char buf[MSG];
 	struct xrc_ids ids;
 	union ibv_gid gid;
@@ -676,9 +676,6 @@ static int target_child(int to_parent, int from_parent)
 	struct ibv_wc wc;
 	uint64_t deadline;
 
-	for (int i = 0; list && list[i] && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "softrdma0"))
-			ctx = ibv_open_device(list[i]);
 	if (!ctx || ibv_query_gid(ctx, 1, 0, &gid))
 		return 10;
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
