@@ -95,13 +95,7 @@ static void run_side(long n, int tag, int to, int from, double t0, struct side_r
 		src[i] = (uint64_t)tag << 32 | (uint64_t)i;
 	rep->rss_kb_open = rss_kb();
 	for (long i = 0; i < n; i++) {
-		struct ibv_qp_init_attr init = {
-			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH,
-				 .max_send_sge = 1, .max_recv_sge = 1 },
-		};
-
-		qp[i] = ibv_create_qp(pd, &init);
+		qp[i] = create_rc_qp(pd, cq);
 		if (!qp[i] || to_init(qp[i]))
 			FAIL("ibv_create_qp or INIT");
 		qpns[i] = qp[i]->qp_num;
@@ -131,15 +125,8 @@ static void run_side(long n, int tag, int to, int from, double t0, struct side_r
 
 	tw = now_s();
 	for (long i = 0; i < n; i++) {
-		struct ibv_sge sge = { .addr = (uintptr_t)&src[i], .length = 8, .lkey = mr->lkey };
-		struct ibv_send_wr wr = {
-			.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
-			.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-			.wr.rdma = { .remote_addr = peer.addr + (uint64_t)i * 8, .rkey = peer.rkey },
-		};
-		struct ibv_send_wr *bad;
-
-		if (ibv_post_send(qp[i], &wr, &bad))
+		if (post_write8(qp[i], (uint64_t)i, &src[i], mr->lkey,
+				peer.addr + (uint64_t)i * 8, peer.rkey))
 			FAIL("ibv_post_send");
 		posted++;
 	}

@@ -133,13 +133,7 @@ static int pairs(long n, int idle_s)
 
 	t0 = now_s();
 	for (; made < nqp; made++) {
-		struct ibv_qp_init_attr init = {
-			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH,
-				 .max_send_sge = 1, .max_recv_sge = 1 },
-		};
-
-		qp[made] = ibv_create_qp(pd, &init);
+		qp[made] = create_rc_qp(pd, cq);
 		if (!qp[made]) {
 			failed = "ibv_create_qp";
 			break;
@@ -166,15 +160,9 @@ static int pairs(long n, int idle_s)
 	t0 = now_s();
 	for (long i = 0; !failed && i < nqp; i++) {
 		long peer = i ^ 1;
-		struct ibv_sge sge = { .addr = (uintptr_t)&src[i], .length = 8, .lkey = mr->lkey };
-		struct ibv_send_wr wr = {
-			.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
-			.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-			.wr.rdma = { .remote_addr = (uintptr_t)&dst[peer], .rkey = mr->rkey },
-		};
-		struct ibv_send_wr *bad;
 
-		if (ibv_post_send(qp[i], &wr, &bad)) {
+		if (post_write8(qp[i], (uint64_t)i, &src[i], mr->lkey, (uintptr_t)&dst[peer],
+				mr->rkey)) {
 			failed = "ibv_post_send";
 			break;
 		}

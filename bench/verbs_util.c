@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* What the benchmark programs share: clocks, RSS, and opening and connecting RC QPs. */
+/* What the benchmark programs share: clocks, RSS, and opening, connecting and writing
+ * through RC QPs. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -84,4 +85,29 @@ int to_rts(struct ibv_qp *qp)
 
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+struct ibv_qp *create_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	return ibv_create_qp(pd, &init);
+}
+
+int post_write8(struct ibv_qp *qp, uint64_t wr_id, const uint64_t *src, uint32_t lkey,
+		uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = 8, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	};
+	struct ibv_send_wr *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
 }

@@ -67,6 +67,22 @@ static struct ibv_ah *ah_make(struct conf_env *e, struct ibv_pd *pd)
 enum dep_kind { D_PD_QP, D_PD_MR, D_PD_MW, D_PD_AH, D_PD_SRQ, D_CQ_SEND, D_CQ_RECV,
 		D_CHANNEL };
 
+/* The destroy the case is about: of the CQ, the channel or the PD the dependent was made in. */
+static int destroy_parent(struct conf_env *e, enum dep_kind k, struct ibv_cq *scq,
+			  struct ibv_cq *rcq, struct ibv_comp_channel *ch)
+{
+	switch (k) {
+	case D_CQ_SEND:
+		return ibv_destroy_cq(scq);
+	case D_CQ_RECV:
+		return ibv_destroy_cq(rcq);
+	case D_CHANNEL:
+		return ibv_destroy_comp_channel(ch);
+	default:
+		return ibv_dealloc_pd(e->pd2);
+	}
+}
+
 /* destroy= what the destroy gave with the dependent there, after= once it was gone. */
 static void dependent_case(const struct conf_case *c)
 {
@@ -111,40 +127,15 @@ static void dependent_case(const struct conf_case *c)
 		scq = cq_make(&e, ch);
 		break;
 	}
-	switch ((enum dep_kind)c->a) {
-	case D_CQ_SEND:
-		out_ret("destroy", ibv_destroy_cq(scq));
-		break;
-	case D_CQ_RECV:
-		out_ret("destroy", ibv_destroy_cq(rcq));
-		break;
-	case D_CHANNEL:
-		out_ret("destroy", ibv_destroy_comp_channel(ch));
-		break;
-	default:
-		out_ret("destroy", ibv_dealloc_pd(e.pd2));
-		break;
-	}
+	out_ret("destroy", destroy_parent(&e, (enum dep_kind)c->a, scq, rcq, ch));
 	if ((qp && ibv_destroy_qp(qp)) || (mr && ibv_dereg_mr(mr)) ||
 	    (mw && ibv_dealloc_mw(mw)) || (ah && ibv_destroy_ah(ah)) ||
 	    (srq && ibv_destroy_srq(srq)))
 		setup_failed("destroy_dependent", errno);
-	switch ((enum dep_kind)c->a) {
-	case D_CQ_SEND:
-		out_ret("after", ibv_destroy_cq(scq));
-		break;
-	case D_CQ_RECV:
-		out_ret("after", ibv_destroy_cq(rcq));
-		break;
-	case D_CHANNEL:
-		if (ibv_destroy_cq(scq))
-			setup_failed("destroy_cq", errno);
-		out_ret("after", ibv_destroy_comp_channel(ch));
-		break;
-	default:
-		out_ret("after", ibv_dealloc_pd(e.pd2));
-		break;
-	}
+	/* The channel's dependent is scq, which the destroy above left (it is no QP's). */
+	if ((enum dep_kind)c->a == D_CHANNEL && ibv_destroy_cq(scq))
+		setup_failed("destroy_cq", errno);
+	out_ret("after", destroy_parent(&e, (enum dep_kind)c->a, scq, rcq, ch));
 	out_end();
 }
 

@@ -2,6 +2,7 @@
 /* The RC tests' shared fixture; see rc_fixture.h. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,17 +62,21 @@ const char *rc_state_name(enum ibv_qp_state s)
 	return (unsigned int)s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
 }
 
+struct ibv_context *rc_open_softrdma0(struct ibv_device **list)
+{
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "softrdma0"))
+			return ibv_open_device(list[i]);
+	return NULL;
+}
+
 void rc_open(struct rc_env *env)
 {
-	int n;
-
 	memset(env, 0, sizeof(*env));
 	env->page = (size_t)sysconf(_SC_PAGESIZE);
-	env->list = ibv_get_device_list(&n);
+	env->list = ibv_get_device_list(NULL);
 	assert_non_null(env->list);
-	for (int i = 0; i < n && !env->ctx; i++)
-		if (!strcmp(ibv_get_device_name(env->list[i]), "softrdma0"))
-			env->ctx = ibv_open_device(env->list[i]);
+	env->ctx = rc_open_softrdma0(env->list);
 	assert_non_null(env->ctx);
 	assert_int_equal(ibv_query_gid(env->ctx, 1, 0, &env->gid), 0);
 	env->pd = ibv_alloc_pd(env->ctx);
@@ -144,6 +149,29 @@ int rc_teardown_child(void **state)
 		rc_child = 0;
 	}
 	return *state ? rc_teardown(state) : 0;
+}
+
+pid_t rc_fork_with_pipes(int *from_peer, int *to_peer)
+{
+	int up[2], down[2];	/* child to parent, parent to child */
+	pid_t pid;
+
+	assert_int_equal(pipe2(up, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(down, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		*from_peer = down[0];
+		*to_peer = up[1];
+	} else {
+		close(up[1]);
+		close(down[0]);
+		*from_peer = up[0];
+		*to_peer = down[1];
+	}
+	return pid;
 }
 
 void rc_default_opts(struct rc_qp_opts *o)

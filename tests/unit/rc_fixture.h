@@ -84,8 +84,17 @@ int rc_teardown(void **state);
 extern pid_t rc_child;
 /* rc_teardown (when the test opened a device in *state) after killing rc_child. */
 int rc_teardown_child(void **state);
+/*
+ * fork() with a pipe each way, for a peer in another process: call it before anything is
+ * opened (the child must not inherit an engine thread or a context). Returns what fork()
+ * does; in each process *from_peer and *to_peer are its own ends, the others closed.
+ */
+pid_t rc_fork_with_pipes(int *from_peer, int *to_peer);
 /* The same, for a test that must do something (fork) before the device is opened. */
 void rc_open(struct rc_env *env);
+/* The device the tests run on, opened from list; NULL if it is not there or will not
+ * open. Uses no cmocka: a forked child may call it. */
+struct ibv_context *rc_open_softrdma0(struct ibv_device **list);
 void rc_close(struct rc_env *env);
 
 void rc_default_opts(struct rc_qp_opts *o);

@@ -968,31 +968,18 @@ static void test_listener_is_bound_only_on_the_gid_table(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_by_reference_write_without_the_path_is_refused,
-						rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_peer_memory_nobody_asked_for_is_refused,
-						rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_local_claim_from_another_user_is_refused,
-						rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_nothing_sent_carries_our_pid, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_impostor_of_another_user_is_not_heard,
-						rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_peer_that_never_reads_is_bounded, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_guessed_uc_rkeys_are_counted, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_guessed_rc_rkeys_are_counted, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_at_the_fd_limit_the_listener_rests_then_serves,
-						rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(
-			test_at_the_fd_limit_the_local_socket_rests_then_serves, rc_setup,
-			rc_teardown),
-		cmocka_unit_test_setup_teardown(test_silent_connections_are_bounded_and_time_out,
-						rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_listener_is_bound_only_on_the_gid_table,
-						rc_setup, rc_teardown),
+		RC_TEST(by_reference_write_without_the_path_is_refused),
+		RC_TEST(peer_memory_nobody_asked_for_is_refused),
+		RC_TEST(local_claim_from_another_user_is_refused),
+		RC_TEST(nothing_sent_carries_our_pid),
+		RC_TEST(impostor_of_another_user_is_not_heard),
+		RC_TEST(peer_that_never_reads_is_bounded),
+		RC_TEST(guessed_uc_rkeys_are_counted),
+		RC_TEST(guessed_rc_rkeys_are_counted),
+		RC_TEST(at_the_fd_limit_the_listener_rests_then_serves),
+		RC_TEST(at_the_fd_limit_the_local_socket_rests_then_serves),
+		RC_TEST(silent_connections_are_bounded_and_time_out),
+		RC_TEST(listener_is_bound_only_on_the_gid_table),
 	};
 
 	if (argc > 1)

@@ -341,39 +341,28 @@ static void test_send_reaches_another_process(void **state)
 	struct ud_end sender;
 	struct rc_env *env;
 	struct ibv_ah *ah;
-	int c2p[2], p2c[2], status;
+	int from_child, to_child, status;
 	char ready = 0;
 
-	assert_int_equal(pipe(c2p), 0);
-	assert_int_equal(pipe(p2c), 0);
-	/* First: the child must not inherit an engine thread or a context. */
-	rc_child = fork();
-	assert_true(rc_child >= 0);
-	if (!rc_child) {
-		close(c2p[0]);
-		close(p2c[1]);
-		child_main(c2p[1], p2c[0], g);
-	}
-	close(c2p[1]);
-	close(p2c[0]);
-	env = calloc(1, sizeof(*env));
-	assert_non_null(env);
-	*state = env;
-	rc_open(env);
+	rc_child = rc_fork_with_pipes(&from_child, &to_child);
+	if (!rc_child)
+		child_main(to_child, from_child, g);
+	rc_setup(state);	/* now that the child is out of the way */
+	env = *state;
 	ud_end_create(env, &sender, QKEY);
 	ah = group_ah(env, &g);
-	if (!rc_read_within(c2p[0], &ready, 1) || ready != 'r')
+	if (!rc_read_within(from_child, &ready, 1) || ready != 'r')
 		fail_msg("the child did not attach");
 	ud_send(&sender, ah, MCAST_QPN, QKEY, 1, 100, 24, NULL);
-	if (!rc_read_within(c2p[0], &rep, sizeof(rep)))
+	if (!rc_read_within(from_child, &rep, sizeof(rep)))
 		fail_msg("the child sent no report");
 	assert_int_equal(rep.status, IBV_WC_SUCCESS);
 	assert_int_equal(rep.src_qp, sender.qp->qp_num);
 	assert_int_equal(rep.byte_len, UD_GRH_LEN + 100);
 	assert_true(rep.dgid_ok);
 	assert_true(rep.pattern_ok);
-	close(p2c[1]);
-	close(c2p[0]);
+	close(to_child);
+	close(from_child);
 	assert_int_equal(waitpid(rc_child, &status, 0), rc_child);
 	rc_child = 0;
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -188,23 +188,19 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #if SOFTRDMA_RDMA_CORE >= 59
-		cmocka_unit_test_setup_teardown(test_reg_mr_ex_address_range, rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_reg_mr_ex_own_iova, rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_reg_mr_ex_refusals, rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_dma_handles_not_supported, rc_setup,
-						rc_teardown),
+		RC_TEST(reg_mr_ex_address_range),
+		RC_TEST(reg_mr_ex_own_iova),
+		RC_TEST(reg_mr_ex_refusals),
+		RC_TEST(dma_handles_not_supported),
 #endif
 #if SOFTRDMA_RDMA_CORE >= 62
-		cmocka_unit_test_setup_teardown(test_port_speed_is_the_advertised_rate, rc_setup,
-						rc_teardown),
+		RC_TEST(port_speed_is_the_advertised_rate),
 #endif
 #if SOFTRDMA_RDMA_CORE >= 64
-		cmocka_unit_test_setup_teardown(test_alloc_buf_registered_and_reached, rc_setup,
-						rc_teardown),
+		RC_TEST(alloc_buf_registered_and_reached),
 #endif
 #if SOFTRDMA_RDMA_CORE >= 65
-		cmocka_unit_test_setup_teardown(test_completion_counters_not_supported, rc_setup,
-						rc_teardown),
+		RC_TEST(completion_counters_not_supported),
 #endif
 #if SOFTRDMA_RDMA_CORE < 59
 		cmocka_unit_test(test_nothing_before_59),

@@ -510,7 +510,7 @@ struct peer_info {
 static void child_main(int to_parent, int from_parent)
 {
 	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
+	struct ibv_context *ctx;
 	struct peer_info me = { 0 }, parent;
 	struct ibv_qp_init_attr init = { .qp_type = IBV_QPT_RC,
 					 .cap = { .max_send_wr = 4, .max_recv_wr = 4,
@@ -524,15 +524,12 @@ static void child_main(int to_parent, int from_parent)
 	struct ibv_sge recv_sge;
 	struct ibv_recv_wr recv = { .wr_id = 1, .sg_list = &recv_sge, .num_sge = 1 }, *bad;
 	char ready = 1, c;
-	int n;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	alarm(60);
 	rc_default_opts(&o);
-	list = ibv_get_device_list(&n);
-	for (int i = 0; list && i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "softrdma0"))
-			ctx = ibv_open_device(list[i]);
+	list = ibv_get_device_list(NULL);
+	ctx = rc_open_softrdma0(list);
 	if (!ctx || ibv_query_gid(ctx, 1, 0, &me.gid))
 		_exit(2);
 	pd = ibv_alloc_pd(ctx);
@@ -571,45 +568,34 @@ static void child_main(int to_parent, int from_parent)
 static struct rc_env *connect_child(void **state, uint8_t timeout, uint8_t retry_cnt,
 				    struct peer_info *child, int *to_child)
 {
-	int c2p[2], p2c[2];
 	struct peer_info me = { 0 };
 	struct rc_qp_opts o;
 	struct rc_env *env;
+	int from_child;
 	char ready = 0;
 	pid_t pid;
 
-	assert_int_equal(pipe(c2p), 0);
-	assert_int_equal(pipe(p2c), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(c2p[0]);
-		close(p2c[1]);
-		child_main(c2p[1], p2c[0]);
-	}
+	pid = rc_fork_with_pipes(&from_child, to_child);
+	if (pid == 0)
+		child_main(*to_child, from_child);
 	rc_child = pid;
-	close(c2p[1]);
-	close(p2c[0]);
 
-	env = calloc(1, sizeof(*env));
-	assert_non_null(env);
-	*state = env;
-	rc_open(env);
+	rc_setup(state);	/* now that the child is out of the way */
+	env = *state;
 	rc_default_opts(&o);
 	o.timeout = timeout;
 	o.retry_cnt = retry_cnt;
 	rc_create_end(env, &o, &env->a);
 
-	if (!rc_read_within(c2p[0], child, sizeof(*child)))
+	if (!rc_read_within(from_child, child, sizeof(*child)))
 		fail_msg("the child sent no QPN");
 	me.qpn = env->a.qp->qp_num;
 	me.gid = env->gid;
-	assert_int_equal(write(p2c[1], &me, sizeof(me)), sizeof(me));
+	assert_int_equal(write(*to_child, &me, sizeof(me)), sizeof(me));
 	rc_connect(env->a.qp, &o, child->qpn, &child->gid);
-	if (!rc_read_within(c2p[0], &ready, 1) || !ready)
+	if (!rc_read_within(from_child, &ready, 1) || !ready)
 		fail_msg("the child did not connect");
-	close(c2p[0]);
-	*to_child = p2c[1];
+	close(from_child);
 	return env;
 }
 

@@ -668,7 +668,7 @@ struct xrc_ids {
 static int target_child(int to_parent, int from_parent)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
+	struct ibv_context *ctx = rc_open_softrdma0(list);
 	static char buf[MSG];
 	struct xrc_ids ids;
 	union ibv_gid gid;
@@ -676,9 +676,6 @@ static int target_child(int to_parent, int from_parent)
 	struct ibv_wc wc;
 	uint64_t deadline;
 
-	for (int i = 0; list && list[i] && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "softrdma0"))
-			ctx = ibv_open_device(list[i]);
 	if (!ctx || ibv_query_gid(ctx, 1, 0, &gid))
 		return 10;
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
@@ -723,7 +720,7 @@ static int target_child(int to_parent, int from_parent)
 
 static void test_send_between_two_processes(void **state)
 {
-	int up[2], down[2], status;
+	int from_child, to_child, status;
 	struct xrc_ids ids;
 	struct rc_env env;
 	struct ibv_cq *cq;
@@ -735,17 +732,9 @@ static void test_send_between_two_processes(void **state)
 	pid_t child;
 
 	(void)state;
-	assert_int_equal(pipe2(up, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(down, O_CLOEXEC), 0);
-	child = fork();
-	assert_true(child >= 0);
-	if (!child) {
-		close(up[0]);
-		close(down[1]);
-		_exit(target_child(up[1], down[0]));
-	}
-	close(up[1]);
-	close(down[0]);
+	child = rc_fork_with_pipes(&from_child, &to_child);
+	if (!child)
+		_exit(target_child(to_child, from_child));
 	rc_open(&env);
 	cq = ibv_create_cq(env.ctx, 8, NULL, NULL, 0);
 	assert_non_null(cq);
@@ -754,50 +743,41 @@ static void test_send_between_two_processes(void **state)
 	src = rc_alloc(&env, MSG);
 	rc_fill(src->p, MSG, 5);
 	mr = rc_reg(&env, env.pd, src->p, MSG, IBV_ACCESS_LOCAL_WRITE);
-	assert_true(rc_read_within(up[0], &ids, sizeof(ids)));
-	assert_int_equal(write(down[1], &ini->qp_num, sizeof(ini->qp_num)), sizeof(ini->qp_num));
-	assert_true(rc_read_within(up[0], &ready, 1));
+	assert_true(rc_read_within(from_child, &ids, sizeof(ids)));
+	assert_int_equal(write(to_child, &ini->qp_num, sizeof(ini->qp_num)), sizeof(ini->qp_num));
+	assert_true(rc_read_within(from_child, &ready, 1));
 	assert_int_equal(connect_ini(ini, ids.qpn, &env.gid), 0);
 	out = rc_sge(src->p, MSG, mr);
 	assert_int_equal(post_xrc(ini, 1, IBV_WR_SEND, &out, ids.srqn, 0, 0), 0);
 	rc_expect_wc(cq, 1, IBV_WC_SUCCESS, NULL);
-	assert_int_equal(write(down[1], "x", 1), 1);
+	assert_int_equal(write(to_child, "x", 1), 1);
 	assert_int_equal(waitpid(child, &status, 0), child);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	assert_int_equal(ibv_destroy_qp(ini), 0);
 	assert_int_equal(ibv_destroy_cq(cq), 0);
-	close(up[0]);
-	close(down[1]);
+	close(from_child);
+	close(to_child);
 	rc_close(&env);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_device_says_xrc, rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_open_xrcd_rules, rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_close_xrcd_busy_while_used, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_xrc_srq_rules, rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_srq_numbers_not_reused_at_once, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_xrc_qp_parts, rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_open_qp_shares_a_target, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_send_lands_in_the_named_srq, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_two_targets_share_one_srq, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_srqn_refused, rc_setup, rc_teardown),
-		cmocka_unit_test_setup_teardown(test_srq_of_another_domain_refused, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_events_go_to_the_handle_left, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_write_and_read_through_xrc, rc_setup,
-						rc_teardown),
-		cmocka_unit_test_setup_teardown(test_write_without_the_targets_right_refused,
-						rc_setup, rc_teardown),
+		RC_TEST(device_says_xrc),
+		RC_TEST(open_xrcd_rules),
+		RC_TEST(close_xrcd_busy_while_used),
+		RC_TEST(xrc_srq_rules),
+		RC_TEST(srq_numbers_not_reused_at_once),
+		RC_TEST(xrc_qp_parts),
+		RC_TEST(open_qp_shares_a_target),
+		RC_TEST(send_lands_in_the_named_srq),
+		RC_TEST(two_targets_share_one_srq),
+		RC_TEST(unknown_srqn_refused),
+		RC_TEST(srq_of_another_domain_refused),
+		RC_TEST(events_go_to_the_handle_left),
+		RC_TEST(write_and_read_through_xrc),
+		RC_TEST(write_without_the_targets_right_refused),
 		cmocka_unit_test(test_send_between_two_processes),
 	};
 
