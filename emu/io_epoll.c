@@ -7,10 +7,19 @@
 
 #include "emu/io.h"
 
+#define REMOVED_MAX	16
+
 struct epoll_backend {
 	struct io_backend base;
 	int epfd;
-	bool removed;		/* a watch was removed during the batch being dispatched */
+	/*
+	 * The watches removed while a batch is dispatched: a later event of the batch that
+	 * names one is skipped (its memory may be freed, or already a new watch's).
+	 * nremoved -1: more than fit, the rest of the batch is dropped.
+	 */
+	bool dispatching;
+	int nremoved;
+	struct io_watch *removed[REMOVED_MAX];
 };
 
 static int epoll_create_backend(struct io_backend **out)
@@ -66,7 +75,20 @@ static void epoll_remove(struct io_backend *base, struct io_watch *w)
 	struct epoll_backend *b = (struct epoll_backend *)base;
 
 	epoll_ctl(b->epfd, EPOLL_CTL_DEL, w->fd, NULL);
-	b->removed = true;
+	if (!b->dispatching || b->nremoved < 0)
+		return;
+	if (b->nremoved < REMOVED_MAX)
+		b->removed[b->nremoved++] = w;
+	else
+		b->nremoved = -1;
+}
+
+static bool removed_in_batch(const struct epoll_backend *b, const struct io_watch *w)
+{
+	for (int i = 0; i < b->nremoved; i++)
+		if (b->removed[i] == w)
+			return true;
+	return false;
 }
 
 /*
@@ -94,20 +116,24 @@ static int epoll_dispatch(struct io_backend *base, bool engine_thread)
 		return 0;
 	/*
 	 * A ready() call may remove, and free, a watch that a later event of this batch
-	 * names (a stream's is freed after the pass, a handshake's at once): after a removal
-	 * the rest of the batch is dropped. Level-triggered, what is still ready is reported
-	 * again by the next epoll_wait().
+	 * names (a stream's is freed after the pass, a handshake's at once): such events are
+	 * skipped, and after more removals than are remembered the rest of the batch is
+	 * dropped. Level-triggered, what is still ready is reported again by the next
+	 * epoll_wait(). (Dropping the rest after any removal cost a batch per handshake:
+	 * thousands of streams set up at once were read a few events a system call.)
 	 */
-	b->removed = false;
-	for (int i = 0; i < n && !b->removed; i++) {
+	b->dispatching = true;
+	b->nremoved = 0;
+	for (int i = 0; i < n && b->nremoved >= 0; i++) {
 		struct io_watch *w = evs[i].data.ptr;
 
 		/* Left, it is still ready for the engine thread's wait. */
-		if (w->engine_only && !engine_thread)
+		if ((w->engine_only && !engine_thread) || removed_in_batch(b, w))
 			continue;
 		w->ready(w, io_revents(evs[i].events));
 		done++;
 	}
+	b->dispatching = false;
 	return done;
 }
 
