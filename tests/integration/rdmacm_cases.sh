@@ -57,7 +57,18 @@ case_rdma_server() {
 }
 
 # case_udaddy ADDRESS: UD QPs through the CM. udaddy has no port option: always port 7174.
+# The port is the machine's, so is the turn: another suite's udaddy (a second build tree
+# tested at the same time) waits for the lock rather than failing on a taken port.
 case_udaddy() {
+	local lock rc
+	exec {lock}>>"${TMPDIR:-/tmp}/softrdma-udaddy-7174.lock" && flock -w 600 "$lock"
+	udaddy_pair "$@"
+	rc=$?
+	[ -n "$lock" ] && exec {lock}>&-
+	return $rc
+}
+
+udaddy_pair() {
 	local label="$engine udaddy" addr=$1 port=7174 i
 	for ((i = 0; i < 50; i++)); do
 		[ -z "$(srv_ss -ltnH "sport = :$port")" ] && break

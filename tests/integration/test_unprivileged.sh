@@ -4,7 +4,9 @@
 run_as=()
 created_user=""
 if [ "$(id -u)" -eq 0 ]; then
-	user=softrdma-test
+	# One user per run: two suites at once (two build trees, a helper's worktree) must not
+	# share, or delete, each other's user.
+	user=softrdma-t$$
 	if ! id "$user" >/dev/null 2>&1; then
 		useradd --system --no-create-home --shell /bin/sh "$user" ||
 			{ fail "cannot create the test user $user (useradd)"; finish; }
