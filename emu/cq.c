@@ -137,6 +137,24 @@ int emu_cq_poll(struct emu_cq *cq, int n, struct ibv_wc *wc)
 	return 0;
 }
 
+int emu_cq_discard_qp(struct emu_cq *cq, uint32_t qpn)
+{
+	uint32_t kept = 0, dropped;
+
+	pthread_mutex_lock(&cq->lock);
+	/* Forward in place: an entry moves only toward the head, never over one not read. */
+	for (uint32_t i = 0; i < cq->count; i++) {
+		const struct ibv_wc *wc = &cq->ring[(cq->head + i) % cq->depth];
+
+		if (wc->qp_num != qpn)
+			cq->ring[(cq->head + kept++) % cq->depth] = *wc;
+	}
+	dropped = cq->count - kept;
+	cq->count = kept;
+	pthread_mutex_unlock(&cq->lock);
+	return (int)dropped;
+}
+
 int emu_cq_arm(struct emu_cq *cq, bool solicited_only)
 {
 	pthread_mutex_lock(&cq->lock);

@@ -167,6 +167,12 @@ int emu_qp_destroy(struct emu_qp *qp)
 {
 	/* On the engine thread nothing of this QP can be running while it goes. */
 	engine_call_sync(qp->engine, destroy_on_engine, qp);
+	/* Nothing completes into them for this QP any more: what is left would name a QP
+	 * that is gone (libfabric's rxm reposts a receive from such a completion). */
+	if (qp->send_cq)
+		emu_cq_discard_qp(qp->send_cq, qp->qpn);
+	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
+		emu_cq_discard_qp(qp->recv_cq, qp->qpn);
 	if (qp->srq)
 		srq_detach(qp->srq);
 	if (qp->resp.xrc_srq)
