@@ -12,7 +12,13 @@ if [ "$(id -u)" -eq 0 ]; then
 			{ fail "cannot create the test user $user (useradd)"; finish; }
 		created_user=$user
 	fi
-	at_exit '[ -n "$created_user" ] && userdel "$created_user"'
+	# The user's processes go first: userdel refuses a user that still runs one, and a
+	# background `as_user` leaves its command running when only its subshell is killed.
+	at_exit 'if [ -n "$created_user" ]; then
+		pkill -KILL -u "$created_user"
+		for _ in $(seq 50); do pgrep -u "$created_user" >/dev/null || break; sleep 0.1; done
+		userdel "$created_user" || echo "FAIL: the test user $created_user is left" >&2
+	fi'
 	run_as=(setpriv --reuid="$user" --regid="$user" --clear-groups --reset-env --)
 fi
 
@@ -89,7 +95,6 @@ at_exit 'rm -rf "$atree"'
 # hostile: truncate every counter file in that tree, again and again
 as_user sh -c "while :; do for f in '$atree'/softrdma/counters/* '$atree'/class/infiniband/softrdma0/ports/1/counters/*; do : >\"\$f\"; done 2>/dev/null; sleep 0.01; done" &
 truncator=$!
-at_exit 'kill "$truncator" 2>/dev/null'
 port=$(free_port) || { fail "no free TCP port"; exit 1; }
 SYSFS_PATH=$atree timeout 60 ibv_rc_pingpong -g 0 -p $port -n 2000 -s 4096 >"$shared/srv" 2>&1 &
 spid=$!
@@ -103,7 +108,7 @@ expect_contains "the user's counters are refused, with the reason" "$(cat "$shar
 	"counters at $atree are not used \\($atree is owned by uid [0-9]+"
 out=$(SYSFS_PATH=$atree "$SOFTRDMA" counters 2>&1) && fail "softrdma counters read the user's tree" ||
 	expect_contains "softrdma counters refuses the user's tree" "$out" "refusing the device tree $atree"
-kill "$truncator" 2>/dev/null
+kill "$truncator" 2>/dev/null; pkill -u "$user" -f 'while :; do for f in'	# the subshell, then its sh
 
 # root's own store truncated under a running pair (by root: the attacker cannot): no harm.
 ib_write_bw -d softrdma0 -x 0 -D 3 -p $port >"$shared/srv" 2>&1 &
