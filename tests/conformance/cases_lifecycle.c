@@ -166,6 +166,31 @@ static void dereg_bound_case(const struct conf_case *c)
 	out_end();
 }
 
+/*
+ * A receive that completed and that no poll took when its QP is destroyed: the hardware
+ * providers take it out of the CQ (mlx5's cq_clean), rxe leaves it there.
+ */
+static void destroy_qp_unpolled_case(const struct conf_case *c)
+{
+	struct rc_fix f;
+	struct ibv_wc wc;
+	int err, left = 0;
+
+	(void)c;
+	fix_setup(&f, NULL, NULL, ACCESS_ALL, false);
+	err = post_recv(f.e.b.qp, f.recvbuf, 64, f.recvmr->lkey);
+	if (!err)
+		err = post_send(f.e.a.qp, IBV_WR_SEND, f.lbuf, 64, f.lmr->lkey, 0, 0, 0, 0);
+	if (err || wait_wc(f.e.a.scq, &wc, conf_opts.wait_ms) != 1 || wc.status != IBV_WC_SUCCESS)
+		setup_failed("send", err);
+	sleep_ms(conf_opts.quiet_ms);	/* the receive's completion, if it comes after the ACK */
+	out_ret("destroy", ibv_destroy_qp(f.e.b.qp));
+	while (wait_wc(f.e.b.rcq, &wc, 0) == 1)
+		left++;
+	out("completions_left=%d", left);
+	out_end();
+}
+
 struct destroyer {
 	pthread_t thread;
 	int (*destroy)(void *obj);
@@ -497,6 +522,7 @@ const struct conf_case conf_cases_lifecycle[] = {
 	{ "lc_destroy_cq_recv_of_qp", dependent_case, D_CQ_RECV, 0 },
 	{ "lc_destroy_channel_with_cq", dependent_case, D_CHANNEL, 0 },
 	{ "lc_dereg_mr_with_bound_mw", dereg_bound_case, 0, 0 },
+	{ "lc_destroy_qp_unpolled_recv", destroy_qp_unpolled_case, 0, 0 },
 	{ "lc_destroy_cq_event_unacked", comp_event_case, 1, 0 },
 	{ "lc_destroy_cq_event_unread", comp_event_case, 0, 0 },
 	{ "lc_destroy_cq_async_unacked", cq_async_case, 0, 1 },
