@@ -173,6 +173,36 @@ void qp_streams_close(struct emu_qp *qp)
 		conn_close(qp->streams.candidates);
 }
 
+/*
+ * What the peer sent before now, taken in before the QP leaves for ERR. A NIC processes a
+ * frame as it arrives: the ACK of a SEND whose receive the peer has completed, and then
+ * told us about some other way (rdma_cm's DREQ, a socket of its own), has completed the
+ * SEND before we could stop the QP. Here that ACK may still wait in our socket for an
+ * engine that did not run yet; stopping first would flush a WR the peer answered. One
+ * turn of each open stream: what is readable now, at most FRAMES_PER_WAKE frames.
+ */
+static void take_arrived_on_engine(void *arg)
+{
+	struct emu_qp *qp = arg;
+	struct conn *open[2];
+	int n = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	if (qp->streams.req && qp->streams.req->state == CONN_OPEN)
+		open[n++] = qp->streams.req;
+	if (qp->streams.resp && qp->streams.resp->state == CONN_OPEN)
+		open[n++] = qp->streams.resp;
+	pthread_mutex_unlock(&qp->lock);
+	/* Closed streams are freed between waits, never during a call: both stay valid. */
+	for (int i = 0; i < n; i++)
+		conn_process_staged(open[i]);
+}
+
+void qp_streams_take_arrived(struct emu_qp *qp)
+{
+	engine_call_sync(qp->engine, take_arrived_on_engine, qp);
+}
+
 static bool same_end(const struct sockaddr_in6 *sa, const uint8_t addr[16], uint16_t port)
 {
 	return !memcmp(&sa->sin6_addr, addr, 16) && sa->sin6_port == port;

@@ -5,7 +5,8 @@
  * running. The engine thread is kept away by the test hook SOFTRDMA_TEST_ENGINE_NAP_MS (it
  * sleeps that long after each wait before it may dispatch), as a scheduler that does not
  * run it would. Then several threads poll the CQs of a pair with traffic both ways while
- * the engine thread races them for progress (a TSan test). The variables are read when
+ * the engine thread races them for progress (a TSan test); and a QP sent into ERR while
+ * the engine thread naps still takes in the ACK that arrived first. The variables are read when
  * the engine starts: each test opens a fresh device context, and with it a fresh engine.
  */
 #include <pthread.h>
@@ -103,6 +104,34 @@ static void test_without_poll_progress_they_wait(void **state)
 	if (ms < PINGS * NAP_MS / 2)
 		fail_msg("%d SENDs took %llu ms with poll progress off: the nap did not hold "
 			 "the engine thread", PINGS, (unsigned long long)ms);
+}
+
+/*
+ * A QP sent into ERR takes in first what its peer already sent. b's receive completes and
+ * b's ACK is in a's socket, but the engine thread naps before reading it (poll progress
+ * off, so nobody else reads it). Stopping a at once would flush the SEND b answered, where
+ * a NIC would have completed it on the ACK's arrival (libfabric's ofi_rxm: the peer
+ * disconnects once it has the message, and the sender's fi_shutdown hit WR_FLUSH_ERR).
+ */
+static void test_modify_to_err_takes_the_ack_that_arrived(void **state)
+{
+	struct rc_env *env = *state;
+	struct rc_buf *sb = rc_alloc(env, MSG), *rb = rc_alloc(env, MSG);
+	struct ibv_mr *smr = rc_reg(env, env->pd, sb->p, MSG, RC_ACCESS_ALL);
+	struct ibv_mr *rmr = rc_reg(env, env->pd, rb->p, MSG, RC_ACCESS_ALL);
+	struct ibv_sge rs = rc_sge(rmr->addr, MSG, rmr), ss = rc_sge(smr->addr, MSG, smr);
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	struct ibv_send_wr *bad;
+
+	rc_pair(env, NULL, NULL);
+	one_send(env, smr, rmr, 1);	/* the streams open */
+	rc_post_recv(env->b.qp, 7, &rs, 1);
+	assert_int_equal(ibv_post_send(env->a.qp, &wr, &bad), 0);
+	rc_expect_wc(env->b.rcq, 7, IBV_WC_SUCCESS, NULL);
+	assert_int_equal(ibv_modify_qp(env->a.qp, &err, IBV_QP_STATE), 0);
+	rc_expect_wc(env->a.scq, 7, IBV_WC_SUCCESS, NULL);
 }
 
 #define ROUNDS		1000
@@ -207,6 +236,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sends_arrive_while_engine_naps, nap_setup,
 						plain_teardown),
 		cmocka_unit_test_setup_teardown(test_without_poll_progress_they_wait,
+						nap_off_setup, plain_teardown),
+		cmocka_unit_test_setup_teardown(test_modify_to_err_takes_the_ack_that_arrived,
 						nap_off_setup, plain_teardown),
 		RC_TEST(pollers_race_for_progress),
 	};
