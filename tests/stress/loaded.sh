@@ -32,33 +32,14 @@ mapfile -t names < <(cd "$build" && ctest -N -R "$tests" | sed -En 's/^ *Test +#
 [ ${#names[@]} -gt 0 ] || { echo "loaded.sh: no test matches /$tests/ in $build" >&2; exit 2; }
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/softrdma-loaded.XXXXXX")
-hogs=()
-stop_hogs() {
-	local p
-	for p in "${hogs[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${hogs[@]}"; do wait "$p" 2>/dev/null; done
-	hogs=()
-}
+# shellcheck source=tests/stress/hogs.sh
+. "$repo/tests/stress/hogs.sh"
 trap 'stop_hogs; rm -rf "$logs"' EXIT
 trap 'exit 130' INT TERM
 
-# 2 x nproc CPU-bound loops; their pids in hogs.
-start_hogs() {
-	local n=$(($(nproc) * 2)) i
-	if command -v stress-ng >/dev/null; then
-		stress-ng --cpu "$n" --quiet >/dev/null 2>&1 &
-		hogs+=($!)
-		return
-	fi
-	for ((i = 0; i < n; i++)); do
-		sh -c 'while :; do :; done' &
-		hogs+=($!)
-	done
-}
-
 passed=0 failed=0
 start_hogs
-echo "loaded: ${#names[@]} test(s) x $rounds round(s) beside $(($(nproc) * 2)) busy loops: ${names[*]}"
+echo "loaded: ${#names[@]} test(s) x $rounds round(s) beside $hog_count busy loops: ${names[*]}"
 for ((r = 1; r <= rounds; r++)); do
 	round_failed=0
 	for t in "${names[@]}"; do
