@@ -98,7 +98,7 @@ truncator=$!
 port=$(free_port) || { fail "no free TCP port"; exit 1; }
 SYSFS_PATH=$atree timeout 60 ibv_rc_pingpong -g 0 -p $port -n 2000 -s 4096 >"$shared/srv" 2>&1 &
 spid=$!
-for _ in $(seq 100); do [ -n "$(ss -ltnH "sport = :$port")" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -n "$(ss -ltnH "sport = :$port")" ] && break; sleep 0.1; done
 SYSFS_PATH=$atree timeout 60 ibv_rc_pingpong -g 0 -p $port -n 2000 -s 4096 localhost >"$shared/cli" 2>&1
 crc=$?
 wait "$spid"; src=$?
@@ -111,10 +111,10 @@ out=$(SYSFS_PATH=$atree "$SOFTRDMA" counters 2>&1) && fail "softrdma counters re
 kill "$truncator" 2>/dev/null; pkill -u "$user" -f 'while :; do for f in'	# the subshell, then its sh
 
 # root's own store truncated under a running pair (by root: the attacker cannot): no harm.
-ib_write_bw -d softrdma0 -x 0 -D 3 -p $port >"$shared/srv" 2>&1 &
+timeout 60 ib_write_bw -d softrdma0 -x 0 -D 3 -p $port >"$shared/srv" 2>&1 &
 spid=$!
-for _ in $(seq 100); do [ -n "$(ss -ltnH "sport = :$port")" ] && break; sleep 0.1; done
-ib_write_bw -d softrdma0 -x 0 -D 3 -p $port localhost >"$shared/cli" 2>&1 &
+for _ in $(seq 300); do [ -n "$(ss -ltnH "sport = :$port")" ] && break; sleep 0.1; done
+timeout 60 ib_write_bw -d softrdma0 -x 0 -D 3 -p $port localhost >"$shared/cli" 2>&1 &
 cpid=$!
 sleep 1.5
 for f in "$SYSFS_PATH"/softrdma/counters/* "$SYSFS_PATH"/class/infiniband/softrdma0/ports/1/counters/*; do
