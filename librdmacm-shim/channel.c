@@ -22,6 +22,14 @@
 
 #include "cm.h"
 
+/*
+ * The channels not destroyed yet. A thread that calls rdma_get_cm_event() on a channel
+ * after its destroy (rping's CM thread loops back for the next event while main tears the
+ * channel down) finds it missing here instead of reading freed memory.
+ */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cm_channel *live_channels;
+
 EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
 	struct cm_channel *ch = calloc(1, sizeof(*ch));
@@ -38,7 +46,23 @@ EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	ch->channel.fd = fds[0];
 	ch->notify_fd = fds[1];
 	pthread_mutex_init(&ch->lock, NULL);
+	pthread_mutex_lock(&live_lock);
+	ch->live_next = live_channels;
+	live_channels = ch;
+	pthread_mutex_unlock(&live_lock);
 	return &ch->channel;
+}
+
+static void live_remove(struct cm_channel *ch)
+{
+	struct cm_channel **p;
+
+	pthread_mutex_lock(&live_lock);
+	for (p = &live_channels; *p && *p != ch; p = &(*p)->live_next)
+		;
+	if (*p)
+		*p = ch->live_next;
+	pthread_mutex_unlock(&live_lock);
 }
 
 static void channel_free(struct cm_channel *ch)
@@ -62,6 +86,7 @@ EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 
 	if (!ch)
 		return;
+	live_remove(ch);
 	pthread_mutex_lock(&ch->lock);
 	while ((ev = ch->head)) {
 		ch->head = ev->next;
@@ -266,6 +291,22 @@ static _Noreturn void reader_orphaned(struct cm_channel *ch)
 		pause();
 }
 
+/* A reader comes in: with ch->lock held and counted, unless ch was destroyed (false). */
+static bool reader_enter(struct cm_channel *ch)
+{
+	struct cm_channel *live;
+
+	pthread_mutex_lock(&live_lock);
+	for (live = live_channels; live && live != ch; live = live->live_next)
+		;
+	if (live) {
+		pthread_mutex_lock(&ch->lock);
+		ch->readers++;
+	}
+	pthread_mutex_unlock(&live_lock);
+	return live != NULL;
+}
+
 EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct cm_channel *ch = to_cm_channel(channel);
@@ -276,10 +317,11 @@ EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
 		errno = EINVAL;
 		return -1;
 	}
+	if (!reader_enter(ch))
+		for (;;)
+			pause();	/* as a reader the destroy found inside (reader_orphaned) */
 	pfd.fd = ch->channel.fd;
 	pfd.events = POLLIN;
-	pthread_mutex_lock(&ch->lock);
-	ch->readers++;
 	while (!(ev = dequeue(ch))) {
 		if (ch->destroyed)
 			reader_orphaned(ch);

@@ -23,7 +23,10 @@
  *              timers, and which callback is running. Taken under an id->lock, never the
  *              other way round; nothing else is taken under it.
  *   ch->lock   one channel's event queue and the byte count of its pipe. Taken under an
- *              id->lock (posting), or alone; nothing else is taken under it.
+ *              id->lock (posting), under live_lock (a reader entering), or alone; nothing
+ *              else is taken under it.
+ *   live_lock  (channel.c) the list of channels not destroyed. Taken alone or before a
+ *              ch->lock, never under any lock.
  *
  * Nothing is held across I/O that can block: sockets are non-blocking and a message that
  * does not fit is queued (send.c). The one wait under a lock is cm_thread_unwatch() waiting
@@ -125,6 +128,7 @@ struct cm_channel {
 	 * under them; the last of them frees it (channel.c). */
 	unsigned int readers;
 	bool destroyed;
+	struct cm_channel *live_next;	/* channel.c's live_lock: the channels not destroyed */
 };
 
 struct cm_event {
