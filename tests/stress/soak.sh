@@ -2,7 +2,8 @@
 # The busy-machine soak of issue 18: the README's test command, round after round, on a
 # machine with more work than CPUs. Not a ctest test (a round takes ~15 min on 2 vCPUs).
 # Each round runs two lanes at the same time, beside 2 x nproc busy loops:
-#   normal: the normal build's whole suite (ctest -j 2), then loaded.sh --rounds 1 on it
+#   normal: the normal build's whole suite (ctest -j 2), then (whatever that gave)
+#           loaded.sh --rounds 1 on it
 #           (which adds its own busy loops and the SIGSTOP/SIGCONT of a peer);
 #   asan:   the sanitizer build's whole suite (ctest -j 2).
 # That is stricter than the two builds one after the other beside a hog.
@@ -61,9 +62,12 @@ lane() {
 	"$@" >"$dir/$name" 2>&1
 	echo "$? $(($(date +%s) - t0))" >"$dir/$name.rc"
 }
+# loaded.sh runs even after a failed suite: a soak wants both answers every round.
 normal_lane() {
-	(cd "$normal" && ctest -j 2 --output-on-failure) &&
-		"$repo/tests/stress/loaded.sh" --rounds 1 --build "$normal"
+	local rc=0
+	(cd "$normal" && ctest -j 2 --output-on-failure) || rc=$?
+	"$repo/tests/stress/loaded.sh" --rounds 1 --build "$normal" || rc=$?
+	return "$rc"
 }
 asan_lane() { cd "$asan" && ctest -j 2 --output-on-failure; }
 export normal asan repo
