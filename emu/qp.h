@@ -112,6 +112,13 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int attr_ma
 		  const struct qp_attr_limits *lim, const uint8_t sgid[16]);
 int emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init);
 /*
+ * Takes in what QP qpn's peer sent before now, as a NIC has taken every frame that arrived
+ * before a later message on another path (the rdma_cm's DREQ: librdmacm-shim/qp.c). By
+ * number, not by object, because the application may be destroying that QP meanwhile;
+ * nothing happens if it is gone or not connected. Any thread, no lock held.
+ */
+void emu_qp_take_arrived(struct emu_engine *e, uint32_t qpn);
+/*
  * Posts n work requests, all or none: on an error nothing is queued and *bad is the index
  * of the first WR refused. 0, EINVAL (a WR this QP cannot take, or the QP's state), ENOMEM
  * (no room in the send queue).

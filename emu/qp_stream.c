@@ -181,9 +181,8 @@ void qp_streams_close(struct emu_qp *qp)
  * engine that did not run yet; stopping first would flush a WR the peer answered. One
  * turn of each open stream: what is readable now, at most FRAMES_PER_WAKE frames.
  */
-static void take_arrived_on_engine(void *arg)
+static void take_arrived(struct emu_qp *qp)
 {
-	struct emu_qp *qp = arg;
 	struct conn *open[2];
 	int n = 0;
 
@@ -198,9 +197,36 @@ static void take_arrived_on_engine(void *arg)
 		conn_process_staged(open[i]);
 }
 
+static void take_arrived_on_engine(void *arg)
+{
+	take_arrived(arg);
+}
+
 void qp_streams_take_arrived(struct emu_qp *qp)
 {
 	engine_call_sync(qp->engine, take_arrived_on_engine, qp);
+}
+
+struct take_arrived_call {
+	struct emu_engine *engine;
+	uint32_t qpn;
+};
+
+/* By number: on the engine thread a QP is found only while it exists (destroy_on_engine()). */
+static void take_arrived_by_qpn_on_engine(void *arg)
+{
+	struct take_arrived_call *call = arg;
+	struct emu_qp *qp = engine_find_qp(call->engine, call->qpn);
+
+	if (qp && qp_is_connected(qp))
+		take_arrived(qp);
+}
+
+void emu_qp_take_arrived(struct emu_engine *e, uint32_t qpn)
+{
+	struct take_arrived_call call = { .engine = e, .qpn = qpn };
+
+	engine_call_sync(e, take_arrived_by_qpn_on_engine, &call);
 }
 
 static bool same_end(const struct sockaddr_in6 *sa, const uint8_t addr[16], uint16_t port)

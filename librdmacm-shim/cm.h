@@ -163,6 +163,7 @@ struct cm_id {
 	struct cm_msg peer;		/* REQ or REP received */
 	struct rdma_conn_param local_param;
 	uint32_t local_psn;
+	uint32_t local_qpn;		/* the QP our REQ or REP named */
 	uint32_t ece_vendor_id, ece_options;	/* rdma_set_local_ece */
 	struct ibv_qp_init_attr ep_qp_attr;	/* rdma_create_ep listener: QPs for requests */
 	struct cm_mcast *mcasts;	/* multicast.c: the groups joined, newest first */
@@ -260,5 +261,6 @@ void cm_mcast_forget(struct cm_id *id);
 /* qp.c */
 int cm_qp_to_rtr_rts(struct cm_id *id, const struct cm_msg *peer);
 int cm_qp_to_error(struct cm_id *id);
+void cm_qp_take_arrived(struct cm_id *id);	/* under id->lock: what the peer sent came in */
 
 #endif

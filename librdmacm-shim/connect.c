@@ -47,6 +47,7 @@ static void fill_from_param(struct cm_msg *msg, struct cm_id *id, const struct r
 			    uint32_t qpn)
 {
 	msg->qpn = qpn;
+	id->local_qpn = qpn;
 	msg->psn = id->local_psn;
 	memcpy(msg->gid, &id->id.route.addr.addr.ibaddr.sgid, 16);
 	msg->responder_resources = p->responder_resources;
@@ -511,13 +512,16 @@ static void handle_rep(struct cm_id *id, const struct cm_msg *msg)
 static void peer_disconnected(struct cm_id *id)
 {
 	/*
-	 * Only the event: as the kernel's CM, this thread never touches the application's QP,
-	 * which the application may be destroying right now. Its own rdma_disconnect() stops
-	 * the QP; until then what the peer already answered still completes normally.
+	 * As the kernel's CM, this thread never touches the application's QP, which the
+	 * application may be destroying right now: its own rdma_disconnect() stops the QP, and
+	 * until then what the peer already answered still completes normally. Only, what the
+	 * peer sent before this DREQ is taken in first (by QP number), as a NIC has: rxm closes
+	 * its endpoint on DISCONNECTED and flushes every send whose ACK it has not seen.
 	 */
 	if (id->state == CM_ESTABLISHED || id->state == CM_ACCEPTED ||
 	    id->state == CM_REP_RECEIVED) {
 		id->state = CM_DISCONNECTED;
+		cm_qp_take_arrived(id);
 		cm_post_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL);
 	}
 }

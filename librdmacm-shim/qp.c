@@ -12,12 +12,14 @@
  * IBV_QPT_XRC_SEND makes an initiator. Each half is moved with the kernel's masks for it.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cm.h"
+#include "provider/shim_calls.h"
 
 #define CM_MIN_RNR_TIMER 12		/* 0.64 ms, the kernel CM's default */
 
@@ -211,6 +213,31 @@ int cm_qp_to_error(struct cm_id *id)
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 
 	return id->id.qp ? ibv_modify_qp(id->id.qp, &attr, IBV_QP_STATE) : 0;
+}
+
+/*
+ * The soft device's provider takes in what the peer of our QP sent (provider/shim_calls.h).
+ * Found in the library behind this context's own ops, so another provider's context is
+ * left alone. NOLOAD: that library is resident while the context is open; the reference
+ * dlopen() adds goes at once.
+ */
+void cm_qp_take_arrived(struct cm_id *id)
+{
+	softrdma_take_arrived_fn *take = NULL;
+	struct ibv_context *ctx = id->id.verbs;
+	Dl_info info;
+	void *lib;
+
+	if (!ctx || !ctx->ops.poll_cq || !dladdr((void *)ctx->ops.poll_cq, &info) ||
+	    !info.dli_fname)
+		return;
+	lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!lib)
+		return;
+	*(void **)&take = dlsym(lib, SOFTRDMA_TAKE_ARRIVED_SYMBOL);
+	if (take)
+		take(ctx, id->local_qpn);
+	dlclose(lib);
 }
 
 /* Default CQs of an id without its own: one completion channel and CQ per direction. */

@@ -8,6 +8,7 @@
 #include "softrdma.h"
 #include "emu/limits.h"
 #include "emu/qp.h"
+#include "provider/shim_calls.h"
 
 /* libibverbs' ibv_create_qp() fills in nothing: the QP is set up here, as the kernel would. */
 static void init_ibv_qp(struct sr_qp *sqp, struct ibv_context *context, struct ibv_pd *pd,
@@ -426,4 +427,12 @@ int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	return emu_qp_post_recv(to_sr_qp(qp)->qp, wr, bad_wr);
+}
+
+/* librdmacm-shim/qp.c's cm_qp_take_arrived(); shim_calls.h. */
+__attribute__((visibility("default"))) softrdma_take_arrived_fn softrdma_qp_take_arrived;
+
+void softrdma_qp_take_arrived(struct ibv_context *context, uint32_t qp_num)
+{
+	emu_qp_take_arrived(to_sr_context(context)->engine, qp_num);
 }
