@@ -32,7 +32,9 @@
  * does not fit is queued (send.c). The one wait under a lock is cm_thread_unwatch() waiting
  * for a running callback of that id to finish, so it is never called with that id's lock
  * held (except by the callback itself, which does not wait). Waiting for acknowledgements
- * (rdma_destroy_id, rdma_migrate_id) sleeps on id->cond, which releases id->lock.
+ * (rdma_destroy_id, rdma_migrate_id) sleeps on id->cond, which releases id->lock. Calls into
+ * the device under id->lock (ibv_modify_qp, cm_qp_take_arrived) wait for its engine thread,
+ * which takes none of these locks.
  */
 #ifndef SOFTRDMA_CM_H
 #define SOFTRDMA_CM_H
