@@ -159,6 +159,7 @@ static void destroy_on_engine(void *arg)
 	mcast_detach_all(qp);	/* ibv_close_device's: a user's destroy was EBUSY while attached */
 	counters_qp_unregister(&qp->counters);
 	pthread_mutex_lock(&qp->lock);
+	qp_send_posted(qp);	/* sent before it goes, as a NIC would have */
 	qp_streams_close(qp);
 	pthread_mutex_unlock(&qp->lock);
 }

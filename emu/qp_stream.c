@@ -197,9 +197,28 @@ static void take_arrived(struct emu_qp *qp)
 		conn_process_staged(open[i]);
 }
 
+/*
+ * What was posted leaves before the QP stops (ERR, destroy). A NIC's send engine takes a
+ * WQE within a microsecond of its doorbell; here a WQE may wait in the send queue for the
+ * ACK of the requests before it (doorbell batching: requester_corked()), and stopping the
+ * QP then would drop a message that a NIC would have put on the wire long before. ofi_rxm
+ * completes an inject at once and closes its endpoint when done: its last message was
+ * lost. Engine thread, qp->lock held.
+ */
+void qp_send_posted(struct emu_qp *qp)
+{
+	if (qp->state == IBV_QPS_RTS && qp->streams.req && qp->streams.req->state == CONN_OPEN)
+		requester_progress(qp);
+}
+
 static void take_arrived_on_engine(void *arg)
 {
-	take_arrived(arg);
+	struct emu_qp *qp = arg;
+
+	pthread_mutex_lock(&qp->lock);
+	qp_send_posted(qp);
+	pthread_mutex_unlock(&qp->lock);
+	take_arrived(qp);
 }
 
 void qp_streams_take_arrived(struct emu_qp *qp)

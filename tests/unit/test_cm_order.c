@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * What a peer sent before it disconnected is complete before DISCONNECTED is reported.
+ * The order of a disconnect, as on a fabric: what a peer sent before it disconnected is
+ * complete before DISCONNECTED is reported, and what we posted before we disconnect leaves.
  *
  * On a fabric the ACK of our last SEND reaches our NIC before the peer's DREQ reaches our
  * CM (the peer's NIC sent the ACK before the receive completed, the DREQ after): when the
@@ -9,19 +10,26 @@
  * not read (WR_FLUSH_ERR). Here the ACK and the DREQ travel on two sockets read by two
  * threads, so the CM asks the device to take in what arrived first.
  *
- * Two processes, because the engine is one per process and only ours must be slow: the
- * server (a child, plain code: no cmocka there) takes our SEND and disconnects at once,
- * while our engine thread naps after each wake-up (the test hook
- * SOFTRDMA_TEST_ENGINE_NAP_MS, read when the engine starts) and our ibv_poll_cq drives
- * nothing (SOFTRDMA_POLL_PROGRESS=0). The DREQ comes within the nap that follows the ACK's
- * arrival; should the machine be so slow that it does not, the engine reads the ACK first
- * and the test passes without having tested anything, never the other way round.
+ * And a SEND posted while two are unanswered waits for their ACK in the send queue (doorbell
+ * batching), where a NIC would have put it on the wire at once: a disconnect right after
+ * the post must still send it, not flush it (ofi_rxm completes an inject at once and closes
+ * its endpoint when it is done: its last message was lost).
+ *
+ * Two processes, because the engine is one per process and each side's speed is set when
+ * it starts: the server is this program again (exec'd with "serve", plain code: no cmocka
+ * there), the client naps after each wake-up of its engine thread (the test hook
+ * SOFTRDMA_TEST_ENGINE_NAP_MS) and its ibv_poll_cq drives nothing (SOFTRDMA_POLL_PROGRESS=0).
+ * Each test's events fall inside a nap; should the machine be so slow that they do not, the
+ * engine does the work first and the test passes without having tested anything, never the
+ * other way round.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -29,10 +37,12 @@
 
 #include "cm_fixture.h"
 
-#define NAP_MS		"300"
+#define CLIENT_NAP_MS	"200"
+#define SERVER_NAP_MS	"600"	/* the second test's server: its ACKs come after our nap */
+#define LAST_SENDS	3
 #define MSG		32
 
-/* The child's side, each step checked by hand: its exit status says which one failed. */
+/* The server's side, each step checked by hand: its exit status says which one failed. */
 static int wait_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		      struct rdma_cm_id **id)
 {
@@ -49,17 +59,27 @@ static int wait_event(struct rdma_event_channel *ch, enum rdma_cm_event_type wan
 	return ok;
 }
 
-static int wait_recv(struct ibv_cq *cq)
+/* The number of successful receive completions that come within 20 s, up to want. */
+static int count_recvs(struct ibv_cq *cq, int want)
 {
 	struct ibv_wc wc;
-	int n = 0;
+	int got = 0;
 
-	for (int i = 0; i < 20000 && !(n = ibv_poll_cq(cq, 1, &wc)); i++)
-		usleep(1000);
-	return n == 1 && wc.status == IBV_WC_SUCCESS;
+	for (int i = 0; i < 20000 && got < want; i++) {
+		if (ibv_poll_cq(cq, 1, &wc) != 1)
+			usleep(1000);
+		else if (wc.status == IBV_WC_SUCCESS)
+			got++;
+	}
+	return got;
 }
 
-static int serve_one(int port_pipe)
+/*
+ * One connection: its QP gets `recvs` receives, and then either the server disconnects
+ * after the first SEND ("ack") or waits for the client's disconnect and counts the SENDs
+ * that came ("count"). The listening port goes to port_fd.
+ */
+static int serve_one(const char *mode, int port_fd)
 {
 	struct ibv_qp_init_attr attr = {
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
@@ -68,10 +88,11 @@ static int serve_one(int port_pipe)
 	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1 };
 	struct sockaddr_in sin = loopback(0);
 	struct rdma_event_channel *ch = rdma_create_event_channel();
+	bool counting = !strcmp(mode, "count");
 	struct rdma_cm_id *listener, *conn;
-	static char buf[MSG];
-	struct ibv_sge sge;
-	struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	static char buf[4][MSG];
+	struct ibv_sge sge[4];
+	struct ibv_recv_wr rwr[4], *bad;
 	struct ibv_mr *mr;
 	int port;
 
@@ -79,7 +100,7 @@ static int serve_one(int port_pipe)
 	    rdma_bind_addr(listener, (struct sockaddr *)&sin) || rdma_listen(listener, 1))
 		return 2;
 	port = ntohs(rdma_get_src_port(listener));
-	if (write(port_pipe, &port, sizeof(port)) != sizeof(port))
+	if (write(port_fd, &port, sizeof(port)) != sizeof(port))
 		return 3;
 	if (!wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST, &conn) ||
 	    rdma_create_qp(conn, NULL, &attr))
@@ -87,14 +108,25 @@ static int serve_one(int port_pipe)
 	mr = ibv_reg_mr(conn->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
 		return 5;
-	sge = (struct ibv_sge){ (uintptr_t)buf, sizeof(buf), mr->lkey };
-	if (ibv_post_recv(conn->qp, &rwr, &bad) || rdma_accept(conn, &param) ||
-	    !wait_event(ch, RDMA_CM_EVENT_ESTABLISHED, NULL))
-		return 6;
-	/* The SEND came, so its ACK left first: now the DREQ. */
-	if (!wait_recv(conn->recv_cq) || rdma_disconnect(conn) ||
-	    !wait_event(ch, RDMA_CM_EVENT_DISCONNECTED, NULL))
+	for (int i = 0; i < 4; i++) {
+		sge[i] = (struct ibv_sge){ (uintptr_t)buf[i], MSG, mr->lkey };
+		rwr[i] = (struct ibv_recv_wr){ .wr_id = i, .sg_list = &sge[i], .num_sge = 1 };
+		if (ibv_post_recv(conn->qp, &rwr[i], &bad))
+			return 6;
+	}
+	if (rdma_accept(conn, &param) || !wait_event(ch, RDMA_CM_EVENT_ESTABLISHED, NULL))
 		return 7;
+	if (counting) {
+		/* The SENDs, however many the client's disconnect let out. */
+		if (count_recvs(conn->recv_cq, LAST_SENDS) != LAST_SENDS)
+			return 8;
+		if (!wait_event(ch, RDMA_CM_EVENT_DISCONNECTED, NULL))
+			return 9;
+	} else if (count_recvs(conn->recv_cq, 1) != 1 || rdma_disconnect(conn) ||
+		   !wait_event(ch, RDMA_CM_EVENT_DISCONNECTED, NULL)) {
+		/* The SEND came, so its ACK left first: then the DREQ. */
+		return 10;
+	}
 	rdma_destroy_qp(conn);
 	ibv_dereg_mr(mr);
 	rdma_destroy_id(conn);
@@ -106,25 +138,37 @@ static int serve_one(int port_pipe)
 static pid_t server;
 static int server_port;
 
-static int start_server(void **state)
+/* This program again as the server, in mode, its engine napping nap_ms ("0": not). */
+static void start_server(const char *mode, const char *nap_ms)
 {
 	int fds[2];
 
-	(void)state;
 	assert_int_equal(pipe(fds), 0);
 	server = fork();
 	assert_true(server >= 0);
 	if (!server) {
+		char fd_text[16];
+
 		close(fds[0]);
-		_exit(serve_one(fds[1]));
+		snprintf(fd_text, sizeof(fd_text), "%d", fds[1]);
+		setenv("SOFTRDMA_TEST_ENGINE_NAP_MS", nap_ms, 1);
+		unsetenv("SOFTRDMA_POLL_PROGRESS");
+		execl("/proc/self/exe", "test_cm_order", "serve", mode, fd_text, (char *)NULL);
+		_exit(127);
 	}
 	close(fds[1]);
 	assert_int_equal(read(fds[0], &server_port, sizeof(server_port)), sizeof(server_port));
 	close(fds[0]);
-	/* Only now, and only here: the child's engine runs at full speed. */
-	setenv("SOFTRDMA_TEST_ENGINE_NAP_MS", NAP_MS, 1);
-	setenv("SOFTRDMA_POLL_PROGRESS", "0", 1);
-	return 0;
+}
+
+static void expect_server_exit_0(void)
+{
+	int status;
+
+	assert_int_equal(waitpid(server, &status, 0), server);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status))
+		fail_msg("the server failed at its step %d", WEXITSTATUS(status));
 }
 
 static int reap_server(void **state)
@@ -132,56 +176,105 @@ static int reap_server(void **state)
 	int status;
 
 	(void)state;
-	if (waitpid(server, &status, WNOHANG) == 0) {
+	if (server > 0 && waitpid(server, &status, WNOHANG) == 0) {
 		kill(server, SIGKILL);
 		waitpid(server, &status, 0);
 	}
+	server = 0;
 	return 0;
+}
+
+/* A client connected to the server, with n SENDs of MSG bytes ready to post. */
+struct client {
+	struct side side;
+	char out[LAST_SENDS][MSG];
+	struct ibv_sge sge[LAST_SENDS];
+	struct ibv_send_wr wr[LAST_SENDS];
+	struct ibv_mr *mr;
+};
+
+static void connect_client(struct client *c)
+{
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7,
+					 .responder_resources = 1, .initiator_depth = 1 };
+
+	start_client(&c->side, server_port);
+	c->mr = ibv_reg_mr(c->side.id->pd, c->out, sizeof(c->out), 0);
+	assert_non_null(c->mr);
+	for (int i = 0; i < LAST_SENDS; i++) {
+		snprintf(c->out[i], MSG, "message %d", i);
+		c->sge[i] = (struct ibv_sge){ (uintptr_t)c->out[i], MSG, c->mr->lkey };
+		c->wr[i] = (struct ibv_send_wr){ .wr_id = 40 + i, .sg_list = &c->sge[i],
+						 .num_sge = 1, .opcode = IBV_WR_SEND,
+						 .send_flags = IBV_SEND_SIGNALED };
+	}
+	assert_int_equal(rdma_connect(c->side.id, &param), 0);
+	/* Not next_event()'s 5 s: each QP transition of either side costs its engine a nap. */
+	assert_true(wait_event(c->side.ch, RDMA_CM_EVENT_ESTABLISHED, NULL));
+}
+
+static void post_one(struct client *c, int i)
+{
+	struct ibv_send_wr *bad;
+
+	assert_int_equal(ibv_post_send(c->side.id->qp, &c->wr[i], &bad), 0);
+}
+
+static void close_client(struct client *c)
+{
+	ibv_dereg_mr(c->mr);
+	stop(&c->side);
 }
 
 static void test_send_completes_before_disconnected(void **state)
 {
-	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7,
-					 .responder_resources = 1, .initiator_depth = 1 };
-	struct side cli = { 0 };
-	static char out[MSG] = "the last message";
-	struct ibv_send_wr swr = { .wr_id = 42, .num_sge = 1, .opcode = IBV_WR_SEND,
-				   .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct ibv_sge sge;
-	struct ibv_mr *mr;
+	struct client c;
 	struct ibv_wc wc;
-	int status;
 
 	(void)state;
-	start_client(&cli, server_port);
-	mr = ibv_reg_mr(cli.id->pd, out, sizeof(out), 0);
-	assert_non_null(mr);
-	sge = (struct ibv_sge){ (uintptr_t)out, sizeof(out), mr->lkey };
-	swr.sg_list = &sge;
-	assert_int_equal(rdma_connect(cli.id, &param), 0);
-	assert_int_equal(rdma_ack_cm_event(next_event(cli.ch, RDMA_CM_EVENT_ESTABLISHED)), 0);
-	assert_int_equal(ibv_post_send(cli.id->qp, &swr, &bad), 0);
-	assert_int_equal(rdma_ack_cm_event(next_event(cli.ch, RDMA_CM_EVENT_DISCONNECTED)), 0);
+	start_server("ack", "0");
+	connect_client(&c);
+	post_one(&c, 0);
+	assert_int_equal(rdma_ack_cm_event(next_event(c.side.ch, RDMA_CM_EVENT_DISCONNECTED)), 0);
 	/* Once, without waiting: the ACK came before the DREQ, so the SEND is done. */
-	if (ibv_poll_cq(cli.id->send_cq, 1, &wc) != 1)
+	if (ibv_poll_cq(c.side.id->send_cq, 1, &wc) != 1)
 		fail_msg("DISCONNECTED was reported before the SEND the peer had acknowledged "
 			 "completed");
-	assert_int_equal(wc.wr_id, 42);
+	assert_int_equal(wc.wr_id, 40);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(rdma_disconnect(cli.id), 0);
-	ibv_dereg_mr(mr);
-	stop(&cli);
-	assert_int_equal(waitpid(server, &status, 0), server);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(rdma_disconnect(c.side.id), 0);
+	close_client(&c);
+	expect_server_exit_0();
 }
 
-int main(void)
+/* Three SENDs, the third behind two unanswered ones, then at once our disconnect. */
+static void test_posted_sends_leave_before_disconnect(void **state)
+{
+	struct client c;
+
+	(void)state;
+	start_server("count", SERVER_NAP_MS);
+	connect_client(&c);
+	for (int i = 0; i < LAST_SENDS; i++)
+		post_one(&c, i);
+	assert_int_equal(rdma_disconnect(c.side.id), 0);
+	expect_event(c.side.ch, RDMA_CM_EVENT_DISCONNECTED);
+	/* Exit 8: fewer than all of them arrived. */
+	expect_server_exit_0();
+	close_client(&c);
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_send_completes_before_disconnected,
-						start_server, reap_server),
+		cmocka_unit_test_teardown(test_send_completes_before_disconnected, reap_server),
+		cmocka_unit_test_teardown(test_posted_sends_leave_before_disconnect, reap_server),
 	};
 
+	if (argc == 4 && !strcmp(argv[1], "serve"))
+		return serve_one(argv[2], atoi(argv[3]));
+	/* Read when our engine starts (the first test's first verb); the servers unset them. */
+	setenv("SOFTRDMA_TEST_ENGINE_NAP_MS", CLIENT_NAP_MS, 1);
+	setenv("SOFTRDMA_POLL_PROGRESS", "0", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
