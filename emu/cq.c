@@ -142,7 +142,7 @@ int emu_cq_poll(struct emu_cq *cq, int n, struct ibv_wc *wc)
 	return 0;
 }
 
-int emu_cq_discard_qp(struct emu_cq *cq, uint32_t qpn)
+int emu_cq_discard_qp_recvs(struct emu_cq *cq, uint32_t qpn)
 {
 	uint32_t kept = 0, dropped;
 
@@ -151,7 +151,7 @@ int emu_cq_discard_qp(struct emu_cq *cq, uint32_t qpn)
 	for (uint32_t i = 0; i < cq->count; i++) {
 		const struct ibv_wc *wc = &cq->ring[(cq->head + i) % cq->depth];
 
-		if (wc->qp_num != qpn)
+		if (wc->qp_num != qpn || !(wc->opcode & IBV_WC_RECV))
 			cq->ring[(cq->head + kept++) % cq->depth] = *wc;
 	}
 	dropped = cq->count - kept;

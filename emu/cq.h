@@ -36,11 +36,10 @@ int emu_cq_depth(const struct emu_cq *cq);
 int emu_cq_resize(struct emu_cq *cq, int cqe);
 int emu_cq_poll(struct emu_cq *cq, int n, struct ibv_wc *wc);
 /*
- * Takes out the completions of QP qpn that no poll has taken yet, keeping the others in
- * their order; returns how many went. ibv_destroy_qp's, as the hardware providers do it
- * (mlx4/mlx5's cq_clean): no completion names a QP that is gone (docs/semantics.md).
+ * Takes out the receive completions of QP qpn that no poll has taken yet, keeping the
+ * others in their order; returns how many went. ibv_destroy_qp's (docs/semantics.md).
  */
-int emu_cq_discard_qp(struct emu_cq *cq, uint32_t qpn);
+int emu_cq_discard_qp_recvs(struct emu_cq *cq, uint32_t qpn);
 /* Arms the next (or next solicited) completion to raise one event. */
 int emu_cq_arm(struct emu_cq *cq, bool solicited_only);
 /*

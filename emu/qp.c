@@ -168,12 +168,16 @@ int emu_qp_destroy(struct emu_qp *qp)
 {
 	/* On the engine thread nothing of this QP can be running while it goes. */
 	engine_call_sync(qp->engine, destroy_on_engine, qp);
-	/* Nothing completes into them for this QP any more: what is left would name a QP
-	 * that is gone (libfabric's rxm reposts a receive from such a completion). */
-	if (qp->send_cq)
-		emu_cq_discard_qp(qp->send_cq, qp->qpn);
-	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
-		emu_cq_discard_qp(qp->recv_cq, qp->qpn);
+	/*
+	 * Its receive completions that no poll took go, as mlx5's cq_clean takes them: a
+	 * program acts on one by reposting to the QP (libfabric's ofi_rxm did, on the
+	 * endpoint it had just closed, and crashed). Its send completions stay, as on rxe: they
+	 * tell which sends finished, and programs read them after the destroy (libfabric's
+	 * verbs provider drains the CQ after rdma_destroy_ep and reports every send it did not
+	 * find as flushed: the last message of a finished exchange, on a busy machine).
+	 */
+	if (qp->recv_cq)
+		emu_cq_discard_qp_recvs(qp->recv_cq, qp->qpn);
 	if (qp->srq)
 		srq_detach(qp->srq);
 	if (qp->resp.xrc_srq)

@@ -504,38 +504,46 @@ static struct ibv_qp *flushing_qp(struct rc_env *env, struct ibv_cq *cq)
 }
 
 /*
- * ibv_destroy_qp takes the QP's completions that no poll has taken out of its CQ, as the
- * hardware providers do (mlx4/mlx5's cq_clean; rxe leaves them: docs/semantics.md), and
- * leaves the other QP's in their order. Flushes put them there without timing; the ring is
- * first turned part way round, so what is kept wraps.
+ * ibv_destroy_qp takes the QP's receive completions that no poll has taken out of its CQ,
+ * as mlx5's cq_clean does, and leaves its send completions, as rxe does (docs/semantics.md),
+ * and the other QP's, all in their order. Flushes put them there without timing; the ring
+ * is first turned part way round, so what is kept wraps.
  */
-static void test_destroy_qp_drops_its_unpolled_completions(void **state)
+static void test_destroy_qp_drops_its_unpolled_receive_completions(void **state)
 {
 	struct rc_env *env = *state;
 	struct rc_buf *buf = rc_alloc(env, 64);
 	struct ibv_mr *mr = rc_reg(env, env->pd, buf->p, 64, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_sge sge = rc_sge(buf->p, 64, mr);
+	struct ibv_send_wr swr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_cq *cq = ibv_create_cq(env->ctx, 8, NULL, NULL, 0);
-	const uint64_t kept[] = { 11, 12, 13 };
+	const uint64_t kept[] = { 11, 21, 12, 22, 13 };
 	struct ibv_qp *c, *d;
 	struct ibv_wc wc[8];
+	uint32_t c_num;
 	int i;
 
 	assert_non_null(cq);
 	c = flushing_qp(env, cq);
 	d = flushing_qp(env, cq);
+	c_num = c->qp_num;
 	for (i = 0; i < 5; i++)
 		rc_post_recv(d, 100 + (uint64_t)i, &sge, 1);
 	assert_int_equal(ibv_poll_cq(cq, 8, wc), 5);
 	for (i = 0; i < 3; i++) {
 		rc_post_recv(c, 1 + (uint64_t)i, &sge, 1);
-		rc_post_recv(d, kept[i], &sge, 1);
+		rc_post_recv(d, kept[2 * i], &sge, 1);
+		if (i < 2) {
+			swr.wr_id = kept[2 * i + 1];
+			assert_int_equal(ibv_post_send(c, &swr, &bad), 0);
+		}
 	}
 	assert_int_equal(ibv_destroy_qp(c), 0);
-	assert_int_equal(ibv_poll_cq(cq, 8, wc), 3);
-	for (i = 0; i < 3; i++) {
+	assert_int_equal(ibv_poll_cq(cq, 8, wc), 5);
+	for (i = 0; i < 5; i++) {
 		assert_int_equal(wc[i].wr_id, kept[i]);
-		assert_int_equal(wc[i].qp_num, d->qp_num);
+		assert_int_equal(wc[i].qp_num, i % 2 ? c_num : d->qp_num);
 		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
 	}
 	assert_int_equal(ibv_destroy_qp(d), 0);
@@ -885,7 +893,7 @@ int main(void)
 		RC_TEST(destroy_cq_drops_unread_events_nonblocking),
 		RC_TEST(destroy_qp_waits_for_async_event_ack),
 		RC_TEST(destroy_qp_drops_unread_async_events),
-		RC_TEST(destroy_qp_drops_its_unpolled_completions),
+		RC_TEST(destroy_qp_drops_its_unpolled_receive_completions),
 		RC_TEST(destroy_srq_waits_for_async_event_ack),
 		RC_TEST(limits_hold_at_their_exact_value),
 		RC_TEST(limits_are_per_device),
