@@ -3,24 +3,25 @@
 
 run_as=()
 created_user=""
-# procps (pkill, pgrep) deadlocks at start under the sanitizer runtimes that a sanitizer
-# build's `softrdma env` preloads (in textdomain(), with libasan alone too): run it bare.
-procps() { env -u LD_PRELOAD "$@"; }
+# The system's tools run without the sanitizer runtimes that a sanitizer build's `softrdma
+# env` preloads: procps (pkill, pgrep) deadlocks at start under them (in textdomain(), with
+# libasan alone too), and LeakSanitizer makes userdel exit 1 and leave the user behind.
+bare() { env -u LD_PRELOAD "$@"; }
 if [ "$(id -u)" -eq 0 ]; then
 	# One user per run: two suites at once (two build trees, a helper's worktree) must not
 	# share, or delete, each other's user.
 	user=softrdma-t$$
 	if ! id "$user" >/dev/null 2>&1; then
-		useradd --system --no-create-home --shell /bin/sh "$user" ||
+		bare useradd --system --no-create-home --shell /bin/sh "$user" ||
 			{ fail "cannot create the test user $user (useradd)"; finish; }
 		created_user=$user
 	fi
 	# The user's processes go first: userdel refuses a user that still runs one, and a
 	# background `as_user` leaves its command running when only its subshell is killed.
 	at_exit 'if [ -n "$created_user" ]; then
-		procps pkill -KILL -u "$created_user"
-		for _ in $(seq 50); do procps pgrep -u "$created_user" >/dev/null || break; sleep 0.1; done
-		userdel "$created_user" || echo "FAIL: the test user $created_user is left" >&2
+		bare pkill -KILL -u "$created_user"
+		for _ in $(seq 50); do bare pgrep -u "$created_user" >/dev/null || break; sleep 0.1; done
+		bare userdel "$created_user" || echo "FAIL: the test user $created_user is left" >&2
 	fi'
 	run_as=(setpriv --reuid="$user" --regid="$user" --clear-groups --reset-env --)
 fi
@@ -111,7 +112,7 @@ expect_contains "the user's counters are refused, with the reason" "$(cat "$shar
 	"counters at $atree are not used \\($atree is owned by uid [0-9]+"
 out=$(SYSFS_PATH=$atree "$SOFTRDMA" counters 2>&1) && fail "softrdma counters read the user's tree" ||
 	expect_contains "softrdma counters refuses the user's tree" "$out" "refusing the device tree $atree"
-kill "$truncator" 2>/dev/null; procps pkill -u "$user" -f 'while :; do for f in'	# the subshell, then its sh
+kill "$truncator" 2>/dev/null; bare pkill -u "$user" -f 'while :; do for f in'	# the subshell, then its sh
 
 # root's own store truncated under a running pair (by root: the attacker cannot): no harm.
 timeout 60 ib_write_bw -d softrdma0 -x 0 -D 3 -p $port >"$shared/srv" 2>&1 &
