@@ -384,7 +384,7 @@ void qp_stream_closed(struct emu_qp *qp, struct conn *c);	/* qp->lock held */
 void qp_stream_liveness_changed(struct emu_qp *qp);	/* qp->lock held */
 void qp_streams_close(struct emu_qp *qp);		/* qp->lock held */
 /* Before the QP goes to ERR: what was posted leaves, then what arrived comes in. */
-void qp_streams_take_arrived(struct emu_qp *qp);	/* any thread, no lock held */
+void qp_streams_settle(struct emu_qp *qp);		/* any thread, no lock held */
 void qp_send_posted(struct emu_qp *qp);		/* engine thread, qp->lock held */
 /*
  * Our stream that question q describes, or NULL; reader non-NULL: asked over AF_UNIX by

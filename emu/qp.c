@@ -540,7 +540,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int attr_ma
 
 	/* Into ERR: first what the peer already sent, as a NIC would have taken it. */
 	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_ERR && qp_is_connected(qp))
-		qp_streams_take_arrived(qp);
+		qp_streams_settle(qp);
 	pthread_mutex_lock(&qp->lock);
 	cur = (attr_mask & IBV_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
 	next = (attr_mask & IBV_QP_STATE) ? attr->qp_state : cur;

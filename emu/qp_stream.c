@@ -211,7 +211,7 @@ void qp_send_posted(struct emu_qp *qp)
 		requester_progress(qp);
 }
 
-static void take_arrived_on_engine(void *arg)
+static void settle_on_engine(void *arg)
 {
 	struct emu_qp *qp = arg;
 
@@ -221,9 +221,9 @@ static void take_arrived_on_engine(void *arg)
 	take_arrived(qp);
 }
 
-void qp_streams_take_arrived(struct emu_qp *qp)
+void qp_streams_settle(struct emu_qp *qp)
 {
-	engine_call_sync(qp->engine, take_arrived_on_engine, qp);
+	engine_call_sync(qp->engine, settle_on_engine, qp);
 }
 
 struct take_arrived_call {

@@ -42,7 +42,10 @@
 #define LAST_SENDS	3
 #define MSG		32
 
-/* The server's side, each step checked by hand: its exit status says which one failed. */
+/*
+ * The next event on ch within 20 s, which must be want (both sides: the server runs no
+ * cmocka, and each QP transition of a napping side costs a nap, beyond next_event()'s 5 s).
+ */
 static int wait_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		      struct rdma_cm_id **id)
 {
@@ -75,7 +78,8 @@ static int count_recvs(struct ibv_cq *cq, int want)
 }
 
 /*
- * One connection: its QP gets `recvs` receives, and then either the server disconnects
+ * One connection, checked by hand (the exit status says which step failed): its QP gets
+ * four receives, and then either the server disconnects
  * after the first SEND ("ack") or waits for the client's disconnect and counts the SENDs
  * that came ("count"). The listening port goes to port_fd.
  */
