@@ -7,12 +7,17 @@ failures=0
 cleanup_dirs=()
 at_exit_cmds=()
 # at_exit COMMAND: runs COMMAND (a string, eval'd) at exit, the last registered first; then
-# the scratch directories go.
+# the scratch directories go. A COMMAND that calls `fail` fails the test, even one whose
+# checks all passed: what a test cannot clean up (a user, a namespace) outlives it.
 at_exit() { at_exit_cmds=("$1" "${at_exit_cmds[@]}"); }
 run_at_exit() {
-	local c
+	local c rc=$? before=$failures
 	for c in "${at_exit_cmds[@]}"; do eval "$c"; done
 	rm -rf "${cleanup_dirs[@]}"
+	if [ "$failures" -gt "$before" ] && [ "$rc" -eq 0 ]; then
+		echo "the test's cleanup failed" >&2
+		exit 1
+	fi
 }
 trap run_at_exit EXIT
 trap 'exit 130' INT TERM

@@ -21,7 +21,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	at_exit 'if [ -n "$created_user" ]; then
 		bare pkill -KILL -u "$created_user"
 		for _ in $(seq 50); do bare pgrep -u "$created_user" >/dev/null || break; sleep 0.1; done
-		bare userdel "$created_user" || echo "FAIL: the test user $created_user is left" >&2
+		bare userdel "$created_user" || fail "the test user $created_user is left (userdel)"
 	fi'
 	run_as=(setpriv --reuid="$user" --regid="$user" --clear-groups --reset-env --)
 fi
