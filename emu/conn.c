@@ -104,6 +104,8 @@ void conn_close(struct conn *c)
 	close(c->watch.fd);
 	c->watch.fd = -1;
 	peer_mem_release(&c->peer_mem);
+	direct_page_close(c);
+	direct_detach(c);
 	if (c->qp)
 		qp_stream_closed(c->qp, c);
 	c->next_closed = c->engine->closed;

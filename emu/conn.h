@@ -26,6 +26,8 @@
 struct emu_engine;
 struct emu_qp;
 struct handshake;
+struct direct_served;
+struct direct_target;
 
 /* Where an incoming payload goes; re-validated for every chunk placed (emu/sink.c). */
 enum sink_kind { SINK_DISCARD, SINK_REMOTE, SINK_LOCAL };
@@ -168,10 +170,12 @@ struct conn {
 	char same_host_name[WIRE_LOCAL_NAME_LEN];	/* verified with SAME_HOST: ask there */
 	struct conn *next_candidate;
 	struct peer_mem peer_mem;
+	struct direct_served *direct_served;	/* its requester may place WRITEs (direct.c) */
 
 	/* Ours only: the same-host path, requester side (peer_mem.c). */
 	bool peer_may_read;	/* a same-user process of this host proved it is our responder */
 	bool peer_reads;	/* it said PEER_MEMORY: payloads may go by reference */
+	struct direct_target *direct;	/* its target's keys: WRITEs placed here (direct.c) */
 
 	bool kicked;		/* on the engine's list of streams with staged frames */
 	struct conn *next_kicked;

@@ -72,6 +72,7 @@ static const struct published {
 	{ true, "qkey_violations", EMU_CNT_QKEY_VIOLATIONS },
 	{ true, "rcv_buffer_drops", EMU_CNT_RCV_BUFFER_DROPS },
 	{ true, "same_host_payloads", EMU_CNT_SAME_HOST_PAYLOADS },
+	{ true, "same_host_direct_writes", EMU_CNT_DIRECT_WRITES },
 };
 #define NPUBLISHED (sizeof(published) / sizeof(published[0]))
 

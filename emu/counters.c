@@ -46,6 +46,8 @@ static struct {
 	uint64_t last[EMU_CNT_MAX];	/* as last published */
 	bool sysfs_stale;	/* the last sum did not get the lock */
 	int interval_ms;
+	void (*fold)(void *arg);	/* counts kept elsewhere, added in before each sum */
+	void *fold_arg;
 } cs = { .lock = PTHREAD_MUTEX_INITIALIZER, .stop_fd = -1, .notify_fd = -1 };
 
 static uint64_t load(const uint64_t *v)
@@ -109,6 +111,8 @@ static void snapshot_locked(uint64_t totals[EMU_CNT_MAX], struct store_record *q
 {
 	int n = 0;
 
+	if (cs.fold)
+		cs.fold(cs.fold_arg);
 	for (int i = 0; i < EMU_CNT_MAX; i++)
 		totals[i] = load(&emu_process_counters.v[i]) + cs.retired[i];
 	for (struct counter_block *b = cs.qps; b; b = b->next) {
@@ -131,6 +135,14 @@ static void snapshot_locked(uint64_t totals[EMU_CNT_MAX], struct store_record *q
 		for (int i = 0; i < EMU_CNT_MAX; i++)
 			q->v[i] = load(&b->v[i]);
 	}
+}
+
+void counters_set_fold(void (*fold)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&cs.lock);
+	cs.fold = fold;
+	cs.fold_arg = arg;
+	pthread_mutex_unlock(&cs.lock);
 }
 
 void counters_snapshot(uint64_t totals[EMU_CNT_MAX])

@@ -40,7 +40,8 @@
 	X(RESP_REMOTE_ACCESS_ERRORS, "resp_remote_access_errors")	/* refused */	\
 	X(QKEY_VIOLATIONS, "qkey_violations")	/* UD: wrong Q_Key */			\
 	X(RCV_BUFFER_DROPS, "rcv_buffer_drops")	/* UD socket overflow */		\
-	X(SAME_HOST_PAYLOADS, "same_host_payloads")	/* read from the peer */
+	X(SAME_HOST_PAYLOADS, "same_host_payloads")	/* read from the peer */	\
+	X(DIRECT_WRITES, "same_host_direct_writes")	/* placed in the peer (direct.c) */
 
 #define EMU_COUNTER_ENUM(id, name) EMU_CNT_##id,
 enum emu_counter { EMU_COUNTER_LIST(EMU_COUNTER_ENUM) EMU_CNT_MAX };
@@ -100,6 +101,12 @@ void counters_stream_batch(struct counter_block *b, const struct tx_batch *batch
  * the process's totals (engine_unregister_qp). */
 void counters_qp_register(struct counter_block *b, uint32_t qpn);
 void counters_qp_unregister(struct counter_block *b);
+
+/*
+ * fold(arg) adds counts kept outside the process's blocks into them before each sum, under
+ * the counters' lock (emu/direct.c: what same-host peers placed here); NULL: none.
+ */
+void counters_set_fold(void (*fold)(void *arg), void *arg);
 
 /* The process's sums: own block, live QPs and the QPs gone. */
 void counters_snapshot(uint64_t totals[EMU_CNT_MAX]);

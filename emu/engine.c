@@ -293,6 +293,14 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
+/* What same-host requesters placed in our memory, counted as received (emu/direct.c). */
+static void fold_direct_counters(void *arg)
+{
+	struct emu_engine *e = arg;
+
+	direct_fold_counters(mem_table_direct(e->mem));
+}
+
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -351,6 +359,7 @@ static int engine_start(struct emu_engine **out)
 	ret = pthread_create(&e->thread, NULL, engine_main, e);
 	if (ret)
 		goto err_wake;
+	counters_set_fold(fold_direct_counters, e);
 	e->refs = 1;
 	if (getenv("SOFTRDMA_VERBOSE"))
 		fprintf(stderr, "softrdma: engine started (%s)\n", e->io->ops->name);
@@ -411,6 +420,7 @@ void emu_engine_put(struct emu_engine *e)
 	engine_call_sync(e, stop, e);
 	pthread_join(e->thread, NULL);
 	counters_detach();
+	counters_set_fold(NULL, NULL);
 	pcap_flush();
 	engine_free_closed(e);	/* the engine thread has ended: nothing else drives it now */
 	e->io->ops->remove(e->io, &e->wake_watch);

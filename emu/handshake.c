@@ -47,6 +47,7 @@ struct handshake {
 	struct sockaddr_in6 peer, local;
 	struct conn *stream;		/* the ASKs: the candidate stream they are about */
 	struct ucred cred;		/* the LOCALs: the other process, as the kernel says */
+	int fds[2];			/* the LOCALs: the direct placement's files, or -1 */
 	bool connected;
 	union hs_message in, out;
 	size_t in_have, in_want, out_sent, out_len;
@@ -64,6 +65,7 @@ static struct handshake *hs_new(struct emu_engine *e, int fd, enum hs_role role)
 	}
 	h->engine = e;
 	h->role = role;
+	h->fds[0] = h->fds[1] = -1;
 	h->watch.fd = fd;
 	h->watch.ready = hs_ready;
 	h->watch.events = IO_IN;
@@ -86,6 +88,9 @@ static void hs_free(struct handshake *h, bool keep_fd)
 		engine_unwatch(e, &h->watch);
 		close(h->watch.fd);
 	}
+	for (int i = 0; i < 2; i++)
+		if (h->fds[i] >= 0)
+			close(h->fds[i]);
 	if (h->listener)
 		h->listener->half_open--;
 	if (h->stream)
@@ -178,8 +183,16 @@ static void local_claim(struct handshake *h)
 	if (header_ok(&h->in, sizeof(h->in.hello)) && h->in.hello.kind == HELLO_LOCAL_CLAIM)
 		mine = qp_stream_vouch(h->engine, &h->in.hello, &h->cred);
 	answer(h, mine, NULL);
-	if (mine)
-		h->out.verdict.probe_addr = htobe64(peer_mem_probe_addr());
+	if (!mine)
+		return;
+	h->out.verdict.probe_addr = htobe64(peer_mem_probe_addr());
+	/* The responder's key table and stream page: our WRITEs may be placed there. */
+	if (h->fds[0] >= 0 && h->fds[1] >= 0) {
+		pthread_mutex_lock(&mine->qp->lock);
+		direct_attach(mine, h->cred.pid, h->fds);
+		pthread_mutex_unlock(&mine->qp->lock);
+		h->fds[0] = h->fds[1] = -1;
+	}
 }
 
 /* The answer to one of our questions arrived (or never will: v NULL). */
@@ -229,11 +242,38 @@ static void hs_fail(struct handshake *h)
 		hs_free(h, false);
 }
 
+/* The first bytes of h->out, with h's files attached (SCM_RIGHTS): the claim's. */
+static ssize_t send_with_fds(struct handshake *h)
+{
+	union {
+		struct cmsghdr hdr;
+		uint8_t buf[CMSG_SPACE(sizeof(h->fds))];
+	} control = { 0 };
+	struct iovec iov = { &h->out, h->out_len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+			      .msg_controllen = sizeof(control.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	ssize_t n;
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(h->fds));
+	memcpy(CMSG_DATA(cm), h->fds, sizeof(h->fds));
+	n = sendmsg(h->watch.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n > 0) {
+		close(h->fds[0]);
+		close(h->fds[1]);
+		h->fds[0] = h->fds[1] = -1;
+	}
+	return n;
+}
+
 /* Writes what is left of h->out; true once all of it is out. */
 static bool write_out(struct handshake *h)
 {
 	while (h->out_sent < h->out_len) {
-		ssize_t n = send(h->watch.fd, (uint8_t *)&h->out + h->out_sent,
+		ssize_t n = h->role == HS_LOCAL_ASK && h->fds[0] >= 0 ? send_with_fds(h) :
+			    send(h->watch.fd, (uint8_t *)&h->out + h->out_sent,
 				 h->out_len - h->out_sent, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0)
@@ -241,6 +281,42 @@ static bool write_out(struct handshake *h)
 		h->out_sent += (size_t)n;
 	}
 	return true;
+}
+
+/*
+ * Over AF_UNIX: the claim, and the files that may come with its first bytes. Only the first
+ * two of the first message are kept; anything else sent along is closed.
+ */
+static ssize_t recv_with_fds(struct handshake *h)
+{
+	union {
+		struct cmsghdr hdr;
+		uint8_t buf[CMSG_SPACE(4 * sizeof(int))];
+	} control;
+	struct iovec iov = { (uint8_t *)&h->in + h->in_have, h->in_want - h->in_have };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+			      .msg_controllen = sizeof(control.buf) };
+	ssize_t n = recvmsg(h->watch.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		int nfds, fds[4];
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		if (nfds > 4)
+			nfds = 4;	/* the kernel fits what it passes into our buffer */
+		memcpy(fds, CMSG_DATA(cm), (size_t)nfds * sizeof(int));
+		for (int i = 0; i < nfds; i++) {
+			if (i < 2 && nfds == 2 && h->in_have == 0 && h->fds[i] < 0)
+				h->fds[i] = fds[i];
+			else
+				close(fds[i]);
+		}
+	}
+	return n;
 }
 
 static void hs_ready(struct io_watch *w, uint32_t revents)
@@ -263,7 +339,8 @@ static void hs_ready(struct io_watch *w, uint32_t revents)
 		return;
 	}
 	/* Exactly the message: whatever follows belongs to the stream it may become. */
-	n = recv(w->fd, (uint8_t *)&h->in + h->in_have, h->in_want - h->in_have, MSG_DONTWAIT);
+	n = h->role == HS_LOCAL_ACCEPTED ? recv_with_fds(h) :
+	    recv(w->fd, (uint8_t *)&h->in + h->in_have, h->in_want - h->in_have, MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		hs_fail(h);
 		return;
@@ -426,6 +503,9 @@ void handshake_local_ask(struct conn *c, const char *name)
 		conn_hold(c, RX_HOLD_SAME_HOST, false);
 		return;
 	}
+	/* The requester may place its WRITEs itself: our keys and this stream's page go along. */
+	if (direct_offer(mem_table_direct(c->engine->mem), c, h->cred.pid, h->fds))
+		h->fds[0] = h->fds[1] = -1;
 	ask(h, c);
 }
 

@@ -34,6 +34,7 @@
 #include "emu/conn.h"
 #include "emu/counters.h"
 #include "emu/cq.h"
+#include "emu/direct.h"
 #include "emu/io.h"
 #include "emu/limits.h"
 #include "emu/mr.h"
@@ -66,6 +67,7 @@ struct send_wqe {
 	enum wqe_state state;
 	enum ibv_wc_status status;	/* of a done WQE */
 	bool signaled;
+	bool was_sent;		/* it left once: a rewind queues it again (emu/requester.c) */
 };
 
 /* The PSN of a WQE that sends nothing (a local operation). */
@@ -408,6 +410,11 @@ uint64_t peer_mem_timer(struct emu_engine *e, uint64_t now);
 void peer_mem_grant(struct conn *c, pid_t pid, uint64_t probe_addr);
 /* Where WIRE_PROBE lies in this process (a LOCAL_CLAIM's answer says it). */
 uint64_t peer_mem_probe_addr(void);
+/* pm watches process pid from now on: 0, or ESRCH (it is gone, or cannot be told apart). */
+int peer_mem_watch(struct peer_mem *pm, pid_t pid);
+/* Whether process_vm_readv(2) reaches pid's memory (ptrace rules or seccomp may refuse):
+ * the WIRE_PROBE it said lies at probe_addr is there. */
+bool peer_mem_can_read(pid_t pid, uint64_t probe_addr);
 void peer_mem_release(struct peer_mem *pm);
 /* After a read: the process is still the peer (it has not exited, its pid not reused). */
 bool peer_mem_still_there(const struct peer_mem *pm);

@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 
 #include "emu/mr.h"
+#include "emu/direct.h"
 #include "emu/odp.h"
 
 #include <errno.h>
@@ -63,6 +64,7 @@ struct mem_table {
 	uint64_t	page_mask;
 	unsigned int	rnd_left;
 	uint8_t		rnd[128];
+	struct direct_keys *direct;	/* the keys as same-host requesters see them, or NULL */
 	struct mem_region slots[];
 };
 
@@ -153,14 +155,21 @@ int mem_table_create(struct mem_table **out, uint32_t max_regions, uint32_t max_
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->drained, NULL);
+	t->direct = direct_keys_create(nslots, t->tag_bits, t->secret);
 	*out = t;
 	return 0;
+}
+
+struct direct_keys *mem_table_direct(const struct mem_table *t)
+{
+	return t->direct;
 }
 
 void mem_table_destroy(struct mem_table *t)
 {
 	if (!t)
 		return;
+	direct_keys_destroy(t->direct);
 	pthread_cond_destroy(&t->drained);
 	pthread_mutex_destroy(&t->lock);
 	free(t->free_slots);
@@ -302,6 +311,7 @@ int mr_register(struct mem_table *t, uint32_t pd_handle, void *addr,
 		mr->access = access;
 		mr->pd_handle = pd_handle;
 		atomic_store_explicit(&mr->ctl, mr->lkey | CTL_LIVE, memory_order_release);
+		direct_key_publish(t->direct, (uint32_t)(mr - t->slots), mr);
 		*out = mr;
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -355,6 +365,7 @@ int mr_reregister(struct mem_table *t, struct mem_region *mr, int flags,
 	 */
 	atomic_fetch_and_explicit(&mr->ctl, ~CTL_LIVE, memory_order_acq_rel);
 	mem_wait_unreferenced(t, mr);
+	direct_key_retract(t->direct, (uint32_t)(mr - t->slots));
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		mr->host_addr = addr;
 		mr->length = length;
@@ -365,6 +376,7 @@ int mr_reregister(struct mem_table *t, struct mem_region *mr, int flags,
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
 	atomic_store_explicit(&mr->ctl, mr->lkey | CTL_LIVE, memory_order_release);
+	direct_key_publish(t->direct, (uint32_t)(mr - t->slots), mr);
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
@@ -380,6 +392,7 @@ int mr_deregister(struct mem_table *t, struct mem_region *mr)
 	/* Windows bound to it die with it: their lookups find its key dead. */
 	atomic_fetch_and_explicit(&mr->ctl, ~CTL_LIVE, memory_order_acq_rel);
 	mem_wait_unreferenced(t, mr);
+	direct_key_retract(t->direct, (uint32_t)(mr - t->slots));
 	mem_release(t, mr);
 	pthread_mutex_unlock(&t->lock);
 	return 0;

@@ -106,6 +106,8 @@ int mem_table_create(struct mem_table **out, uint32_t max_regions, uint32_t max_
 
 /* No other call may run concurrently; live regions are dropped. */
 void mem_table_destroy(struct mem_table *t);
+/* Its keys as same-host requesters see them (emu/direct.h), or NULL. */
+struct direct_keys *mem_table_direct(const struct mem_table *t);
 
 /*
  * The implicit ODP region (mlx5's rule: start 0, length U64_MAX, IB_ACCESS_ON_DEMAND): the

@@ -176,8 +176,7 @@ static uint64_t start_time(pid_t pid)
 	return t;
 }
 
-/* Whether process_vm_readv(2) reaches pid's memory: ptrace rules or seccomp may refuse. */
-static bool can_read(pid_t pid, uint64_t probe_addr)
+bool peer_mem_can_read(pid_t pid, uint64_t probe_addr)
 {
 	char seen[sizeof(probe)];
 	struct iovec local = { .iov_base = seen, .iov_len = sizeof(seen) };
@@ -188,16 +187,30 @@ static bool can_read(pid_t pid, uint64_t probe_addr)
 	       !memcmp(seen, probe, sizeof(seen));
 }
 
-void peer_mem_grant(struct conn *c, pid_t pid, uint64_t probe_addr)
+int peer_mem_watch(struct peer_mem *pm, pid_t pid)
 {
-	struct peer_mem pm = { .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0) };
-
+	*pm = (struct peer_mem){ .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0) };
 	/* Without pidfds (valgrind does not know them, nor do old kernels), /proc's start
 	 * time tells a process from a later one with its pid. */
-	if (pm.pidfd < 0 && !(pm.start_time = start_time(pid)))
+	if (pm->pidfd < 0 && !(pm->start_time = start_time(pid))) {
+		pm->pid = 0;
+		return ESRCH;
+	}
+	/* Still the process the kernel named: it has not exited. */
+	if (!peer_mem_still_there(pm)) {
+		peer_mem_release(pm);
+		return ESRCH;
+	}
+	return 0;
+}
+
+void peer_mem_grant(struct conn *c, pid_t pid, uint64_t probe_addr)
+{
+	struct peer_mem pm;
+
+	if (peer_mem_watch(&pm, pid))
 		return;
-	/* Still the process the kernel named (it has not exited), and readable. */
-	if (c->state == CONN_CLOSED || !peer_mem_still_there(&pm) || !can_read(pid, probe_addr)) {
+	if (c->state == CONN_CLOSED || !peer_mem_can_read(pid, probe_addr)) {
 		peer_mem_release(&pm);
 		return;
 	}

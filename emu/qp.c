@@ -357,6 +357,7 @@ static void enter_error(struct emu_qp *qp, bool raise, enum ibv_event_type event
 			  raise ? ", async event " : "", raise ? emu_qp_event_name(event) : "");
 	qp->state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
+	direct_qp_changed(qp);	/* a requester on this host places nothing more */
 	qp->comp.timer_ns = 0;
 	if (!was_error && raise)
 		qp_raise_event(qp, event);
@@ -562,6 +563,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr, int attr_ma
 		qp->state = next;
 		qp->attr.qp_state = next;
 	}
+	direct_qp_changed(qp);	/* the state or the rights a same-host requester checks */
 	t.next = next;
 	pthread_mutex_unlock(&qp->lock);
 	if (next != cur || next == IBV_QPS_RESET)

@@ -119,6 +119,7 @@ static void queue_wr(struct emu_qp *qp, const struct emu_send_wr *wr, uint64_t l
 		wqe->wr.bind.req.qpn = qp->qpn;
 	}
 	wqe->state = WQE_QUEUED;
+	wqe->was_sent = false;
 	wqe->status = IBV_WC_SUCCESS;
 	wqe->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 	qp->sq.head++;
@@ -269,6 +270,21 @@ static bool by_reference(const struct emu_qp *qp, const struct send_wqe *wqe,
 	       !(wqe->wr.send_flags & IBV_SEND_INLINE);
 }
 
+/*
+ * Direct placement (emu/direct.h) is for a request alone on the wire: everything before it
+ * answered, so done by the target, whose responder it then bypasses without reordering
+ * anything; nothing after it numbered yet, so that its PSN can be given back and the
+ * responder's expected PSN stays the next frame's. Not after a loss: a rewound send queue
+ * numbers requests the responder may have seen, and a request that left once may have
+ * been executed there.
+ */
+static bool alone_on_the_wire(const struct emu_qp *qp, const struct send_wqe *wqe)
+{
+	return qp->type == IBV_QPT_RC && !wqe->was_sent && qp->comp.tail == qp->req.next &&
+	       qp->req.next + 1 == qp->sq.head && !qp->comp.lost &&
+	       ((wqe->psn + 1) & BTH_PSN_MASK) == qp->req.psn;
+}
+
 /* Adds the frame built in b->hdr[b->nframes] for pkt: headers, then the payload or its
  * descriptor (b->desc[b->nframes]); b holds the payload's references until it is sent. */
 static void batch_add(struct tx_batch *b, unsigned int hdr_len, const struct wire_packet *pkt,
@@ -347,6 +363,13 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 			finish_here(qp, wqe, status);
 			break;
 		}
+		if (alone_on_the_wire(qp, wqe) && direct_write(qp, wqe, g.iov, g.n)) {
+			put_gathered(&g);
+			qp->req.psn = wqe->psn;	/* never on the wire: the next request takes it */
+			finish_here(qp, wqe, IBV_WC_SUCCESS);
+			budget--;
+			continue;
+		}
 		if (b->nframes == TX_BATCH_FRAMES || b->niov + 2 + g.n > TX_BATCH_IOVS)
 			flush_batch(qp, b);
 		build_request(qp, wqe, &pkt);
@@ -364,6 +387,7 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 			batch_add(b, hdr_len, &pkt, &g);
 		}
 		wqe->state = WQE_SENT;
+		wqe->was_sent = true;
 		qp->req.next++;
 		budget--;
 		if (qp->type == IBV_QPT_UC) {

@@ -661,6 +661,55 @@ int rc_post_atomic(struct ibv_qp *qp, uint64_t wr_id, enum ibv_wr_opcode op,
  * As `softrdma counters` does: asks the run's processes to publish (this one answers
  * through its engine's publisher) and reads this process's own record once it answered.
  */
+void rc_scene_init(struct rc_scene *s, void **state, size_t len, int b_access,
+		   const struct rc_qp_opts *ob)
+{
+	struct ibv_sge ss, rs;
+
+	s->env = *state;
+	s->len = len;
+	s->a_seed = 0x31;
+	s->b_seed = 0x7c;
+	rc_pair(s->env, NULL, ob);
+	s->a = rc_alloc(s->env, 3 * len);
+	s->b = rc_alloc(s->env, 3 * len);
+	s->amr = rc_reg(s->env, s->env->pd, s->a->p, 3 * len, RC_ACCESS_ALL);
+	s->bmr = rc_reg(s->env, s->env->pd, s->b->p, 3 * len, b_access);
+	ss = rc_sge(s->a->p, 8, s->amr);
+	rs = rc_sge(s->b->p, 8, s->bmr);
+	rc_post_recv(s->env->b.qp, 98, &rs, 1);
+	assert_int_equal(rc_post_rdma(s->env->a.qp, 99, IBV_WR_SEND, &ss, 1, 0, 0), 0);
+	rc_expect_wc(s->env->a.scq, 99, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(s->env->b.rcq, 98, IBV_WC_SUCCESS, NULL);
+	rc_fill(s->a->p, 3 * len, s->a_seed);
+	rc_fill(s->b->p, 3 * len, s->b_seed);
+}
+
+int rc_scene_write(struct rc_scene *s, uint64_t wr_id, uint64_t offset, uint32_t n,
+		   uint32_t rkey)
+{
+	struct ibv_sge sge = rc_sge(s->a->p, n, s->amr);
+
+	return rc_post_rdma(s->env->a.qp, wr_id, IBV_WR_RDMA_WRITE, &sge, 1,
+			    (uintptr_t)s->b->p + offset, rkey);
+}
+
+void rc_scene_expect_b_untouched(const struct rc_scene *s)
+{
+	rc_expect_pattern(s->b->p, 3 * s->len, s->b_seed, "B's memory");
+}
+
+void rc_scene_expect_middle_write(struct rc_scene *s)
+{
+	size_t len = s->len;
+
+	assert_int_equal(rc_scene_write(s, 1, len, (uint32_t)len, s->bmr->rkey), 0);
+	rc_expect_wc(s->env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+	rc_expect_pattern(s->b->p, len, s->b_seed, "B before the target");
+	rc_expect_bytes(s->b->p + len, s->a->p, len, "the target");
+	rc_expect_pattern_range(s->b->p, 2 * len, 3 * len, s->b_seed, "B after the target");
+}
+
 uint64_t rc_port_counter(const char *name)
 {
 	const char *root = getenv("SYSFS_PATH");

@@ -182,6 +182,30 @@ void rc_expect_write_lands(struct rc_env *env, uint64_t wr_id, void *src,
 			   const struct ibv_mr *src_mr, uint64_t remote, uint32_t rkey,
 			   const void *landing, uint32_t len, uint8_t seed, const char *what);
 
+/*
+ * Two buffers of 3 * len bytes, A's (all rights) and B's (b_access), each registered whole,
+ * over a pair whose B end is made with ob (NULL: the defaults); one SEND from A to B has
+ * gone both ways, so whatever the pair's streams settle first is settled; then A is filled
+ * with the pattern a_seed and B with b_seed. The WRITEs go from A's start to B.
+ */
+struct rc_scene {
+	struct rc_env *env;
+	size_t len;
+	uint8_t a_seed, b_seed;
+	struct rc_buf *a, *b;
+	struct ibv_mr *amr, *bmr;
+};
+
+void rc_scene_init(struct rc_scene *s, void **state, size_t len, int b_access,
+		   const struct rc_qp_opts *ob);
+/* A signaled WRITE of n bytes from A's start to B's byte offset, under rkey. */
+int rc_scene_write(struct rc_scene *s, uint64_t wr_id, uint64_t offset, uint32_t n,
+		   uint32_t rkey);
+/* B holds its pattern still, every byte of it. */
+void rc_scene_expect_b_untouched(const struct rc_scene *s);
+/* A WRITE of len bytes into B's middle third succeeds, lands there, and nowhere else. */
+void rc_scene_expect_middle_write(struct rc_scene *s);
+
 /* The port counter NAME from the run's device tree (see `softrdma counters`). */
 uint64_t rc_port_counter(const char *name);
 

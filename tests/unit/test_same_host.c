@@ -18,74 +18,30 @@
 #include "rc_fixture.h"
 
 #define LEN		(64 * 1024)	/* well above the path's 16 KiB threshold */
-#define A_SEED		0x31
-#define B_SEED		0x7c
 
-struct scene {
-	struct rc_env *env;
-	struct rc_buf *a, *b;		/* 3 * LEN each: the target is the middle third */
-	struct ibv_mr *amr, *bmr;
-	uint64_t payloads;		/* same_host_payloads at the start */
-};
+static uint64_t payloads_before;	/* same_host_payloads when the scene was set up */
 
-static void scene_init(struct scene *s, void **state, int b_access)
+static void scene_init(struct rc_scene *s, void **state, int b_access)
 {
-	s->env = *state;
-	rc_pair(s->env, NULL, NULL);
-	s->a = rc_alloc(s->env, 3 * LEN);
-	s->b = rc_alloc(s->env, 3 * LEN);
-	s->amr = rc_reg(s->env, s->env->pd, s->a->p, 3 * LEN, RC_ACCESS_ALL);
-	s->bmr = rc_reg(s->env, s->env->pd, s->b->p, 3 * LEN, b_access);
-	/*
-	 * One small READ first: the responder's PEER_MEMORY frame precedes its response on the
-	 * stream, so once it completes the requester knows the path is open (or not offered).
-	 */
-	{
-		struct ibv_sge sge = rc_sge(s->a->p, 8, s->amr);
-
-		assert_true(b_access & IBV_ACCESS_REMOTE_READ);
-		assert_int_equal(rc_post_rdma(s->env->a.qp, 99, IBV_WR_RDMA_READ, &sge, 1,
-					      (uintptr_t)s->b->p, s->bmr->rkey), 0);
-		rc_expect_wc(s->env->a.scq, 99, IBV_WC_SUCCESS, NULL);
-	}
-	rc_fill(s->a->p, 3 * LEN, A_SEED);
-	rc_fill(s->b->p, 3 * LEN, B_SEED);
-	s->payloads = rc_port_counter("same_host_payloads");
+	rc_scene_init(s, state, LEN, b_access, NULL);
+	payloads_before = rc_port_counter("same_host_payloads");
 }
 
-static int write_to_b(struct scene *s, uint64_t wr_id, uint64_t offset, uint32_t len,
-		      uint32_t rkey)
+static void expect_payloads(uint64_t n)
 {
-	struct ibv_sge sge = rc_sge(s->a->p, len, s->amr);
-
-	return rc_post_rdma(s->env->a.qp, wr_id, IBV_WR_RDMA_WRITE, &sge, 1,
-			    (uintptr_t)s->b->p + offset, rkey);
-}
-
-static void expect_b_untouched(const struct scene *s)
-{
-	rc_expect_pattern(s->b->p, 3 * LEN, B_SEED, "B's memory");
-}
-
-static void expect_payloads(const struct scene *s, uint64_t n)
-{
-	assert_int_equal(rc_port_counter("same_host_payloads") - s->payloads, n);
+	assert_int_equal(rc_port_counter("same_host_payloads") - payloads_before, n);
 }
 
 /* A WRITE of LEN bytes into the middle of B's 3 * LEN lands there and nowhere else. */
-static void expect_write_lands_in_range(struct scene *s, uint64_t same_host_payloads)
+static void expect_write_lands_in_range(struct rc_scene *s, uint64_t same_host_payloads)
 {
-	assert_int_equal(write_to_b(s, 1, LEN, LEN, s->bmr->rkey), 0);
-	rc_expect_wc(s->env->a.scq, 1, IBV_WC_SUCCESS, NULL);
-	rc_expect_pattern(s->b->p, LEN, B_SEED, "B before the target");
-	rc_expect_bytes(s->b->p + LEN, s->a->p, LEN, "the target");
-	rc_expect_pattern_range(s->b->p, 2 * LEN, 3 * LEN, B_SEED, "B after the target");
-	expect_payloads(s, same_host_payloads);
+	rc_scene_expect_middle_write(s);
+	expect_payloads(same_host_payloads);
 }
 
 static void test_write_lands_exactly_in_range(void **state)
 {
-	struct scene s;
+	struct rc_scene s;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
 	expect_write_lands_in_range(&s, 1);
@@ -93,42 +49,42 @@ static void test_write_lands_exactly_in_range(void **state)
 
 static void test_write_with_bad_rkey_is_refused(void **state)
 {
-	struct scene s;
+	struct rc_scene s;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	assert_int_equal(write_to_b(&s, 1, LEN, LEN, s.bmr->rkey ^ 0x100), 0);
+	assert_int_equal(rc_scene_write(&s, 1, LEN, LEN, s.bmr->rkey ^ 0x100), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_REM_ACCESS_ERR, NULL);
 	rc_wait_state(s.env->b.qp, IBV_QPS_ERR);
-	expect_b_untouched(&s);
-	expect_payloads(&s, 0);
+	rc_scene_expect_b_untouched(&s);
+	expect_payloads(0);
 }
 
 static void test_write_one_byte_past_the_region_is_refused(void **state)
 {
-	struct scene s;
+	struct rc_scene s;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	assert_int_equal(write_to_b(&s, 1, 2 * LEN + 1, LEN, s.bmr->rkey), 0);
+	assert_int_equal(rc_scene_write(&s, 1, 2 * LEN + 1, LEN, s.bmr->rkey), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_REM_ACCESS_ERR, NULL);
-	expect_b_untouched(&s);
-	expect_payloads(&s, 0);
+	rc_scene_expect_b_untouched(&s);
+	expect_payloads(0);
 }
 
 static void test_write_without_remote_write_right_is_refused(void **state)
 {
-	struct scene s;
+	struct rc_scene s;
 
 	scene_init(&s, state, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
-	assert_int_equal(write_to_b(&s, 1, LEN, LEN, s.bmr->rkey), 0);
+	assert_int_equal(rc_scene_write(&s, 1, LEN, LEN, s.bmr->rkey), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_REM_ACCESS_ERR, NULL);
-	expect_b_untouched(&s);
-	expect_payloads(&s, 0);
+	rc_scene_expect_b_untouched(&s);
+	expect_payloads(0);
 }
 
 /* Three gather entries into two scatter entries, 48 KiB in all. */
 static void test_send_gathers_and_scatters(void **state)
 {
-	struct scene s;
+	struct rc_scene s;
 	struct ibv_sge ss[3], rs[2];
 	struct ibv_wc wc;
 
@@ -147,15 +103,15 @@ static void test_send_gathers_and_scatters(void **state)
 	rc_expect_bytes(s.b->p + 2 * LEN, s.a->p + LEN + 4 * 1024, 12 * 1024,
 			"second, the rest");
 	rc_expect_bytes(s.b->p + 2 * LEN + 12 * 1024, s.a->p + 2 * LEN, 16 * 1024, "third");
-	rc_expect_pattern_range(s.b->p, 20 * 1024, 2 * LEN, B_SEED, "between the entries");
-	rc_expect_pattern_range(s.b->p, 2 * LEN + 28 * 1024, 3 * LEN, B_SEED, "after them");
-	expect_payloads(&s, 1);
+	rc_expect_pattern_range(s.b->p, 20 * 1024, 2 * LEN, s.b_seed, "between the entries");
+	rc_expect_pattern_range(s.b->p, 2 * LEN + 28 * 1024, 3 * LEN, s.b_seed, "after them");
+	expect_payloads(1);
 }
 
 /* A receive too small: REM_INV_REQ_ERR for the sender, LOC_LEN_ERR, and nothing past it. */
 static void test_send_into_too_small_receive(void **state)
 {
-	struct scene s;
+	struct rc_scene s;
 	struct ibv_sge ss, rs;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
@@ -165,8 +121,8 @@ static void test_send_into_too_small_receive(void **state)
 	assert_int_equal(rc_post_rdma(s.env->a.qp, 1, IBV_WR_SEND, &ss, 1, 0, 0), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_REM_INV_REQ_ERR, NULL);
 	rc_expect_wc(s.env->b.rcq, 7, IBV_WC_LOC_LEN_ERR, NULL);
-	rc_expect_pattern(s.b->p, LEN, B_SEED, "B before the receive");
-	rc_expect_pattern_range(s.b->p, 2 * LEN - 1, 3 * LEN, B_SEED, "B past the receive");
+	rc_expect_pattern(s.b->p, LEN, s.b_seed, "B before the receive");
+	rc_expect_pattern_range(s.b->p, 2 * LEN - 1, 3 * LEN, s.b_seed, "B past the receive");
 }
 
 /*
@@ -176,7 +132,7 @@ static void test_send_into_too_small_receive(void **state)
 static void test_source_gone_before_it_is_read(void **state)
 {
 	struct ibv_qp_attr attr = { .min_rnr_timer = 0 };	/* 655 ms */
-	struct scene s;
+	struct rc_scene s;
 	struct ibv_sge ss, rs;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
@@ -192,13 +148,13 @@ static void test_source_gone_before_it_is_read(void **state)
 	assert_int_equal(mprotect(s.a->p, LEN, PROT_READ | PROT_WRITE), 0);
 	rc_expect_wc(s.env->b.rcq, 7, IBV_WC_LOC_QP_OP_ERR, NULL);
 	rc_wait_state(s.env->b.qp, IBV_QPS_ERR);
-	expect_payloads(&s, 0);
+	expect_payloads(0);
 }
 
 /* SOFTRDMA_SAME_HOST=0: every payload crosses TCP, with the same result. */
 static void test_switched_off_payloads_cross_tcp(void **state)
 {
-	struct scene s;
+	struct rc_scene s;
 
 	setenv("SOFTRDMA_SAME_HOST", "0", 1);
 	scene_init(&s, state, RC_ACCESS_ALL);	/* the streams open with the pair */
@@ -209,19 +165,22 @@ static void test_switched_off_payloads_cross_tcp(void **state)
 /* Small payloads are not worth a second system call: they cross TCP. */
 static void test_small_payloads_cross_tcp(void **state)
 {
-	struct scene s;
+	struct rc_scene s;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
-	assert_int_equal(write_to_b(&s, 1, LEN, 16 * 1024 - 1, s.bmr->rkey), 0);
+	assert_int_equal(rc_scene_write(&s, 1, LEN, 16 * 1024 - 1, s.bmr->rkey), 0);
 	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
-	assert_int_equal(write_to_b(&s, 2, LEN, 16 * 1024, s.bmr->rkey), 0);
+	assert_int_equal(rc_scene_write(&s, 2, LEN, 16 * 1024, s.bmr->rkey), 0);
 	rc_expect_wc(s.env->a.scq, 2, IBV_WC_SUCCESS, NULL);
 	rc_expect_bytes(s.b->p + LEN, s.a->p, 16 * 1024, "the target");
-	expect_payloads(&s, 1);
+	expect_payloads(1);
 }
 
 int main(void)
 {
+	/* A lone WRITE would be placed by the requester itself (test_direct_write.c): here
+	 * WRITEs go as frames, their payloads by reference. */
+	setenv("SOFTRDMA_DIRECT_WRITE", "0", 1);
 	const struct CMUnitTest tests[] = {
 		RC_TEST(write_lands_exactly_in_range),
 		RC_TEST(write_with_bad_rkey_is_refused),

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Direct placement (emu/direct.h): a lone RDMA WRITE that the requester places in a
+ * same-host target's memory itself. It must land exactly where a frame would, and only
+ * where the target's responder would have let it: every refusal still comes from the
+ * responder (the WRITE falls back to a frame), a deregistered region takes no byte after
+ * ibv_dereg_mr() returns, and the PSNs stay in step with the frames around it. The
+ * same_host_direct_writes counter tells which path a WRITE took.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "rc_fixture.h"
+
+#define LEN		4096
+
+static uint64_t direct_before;	/* same_host_direct_writes when the scene was set up */
+
+static void scene_init_with(struct rc_scene *s, void **state, int b_access,
+			    const struct rc_qp_opts *ob)
+{
+	rc_scene_init(s, state, LEN, b_access, ob);
+	direct_before = rc_port_counter("same_host_direct_writes");
+}
+
+static void scene_init(struct rc_scene *s, void **state, int b_access)
+{
+	scene_init_with(s, state, b_access, NULL);
+}
+
+static void expect_direct(uint64_t n)
+{
+	assert_int_equal(rc_port_counter("same_host_direct_writes") - direct_before, n);
+}
+
+/* A refused WRITE: the responder's status, B as it was, and no placement. */
+static void expect_refused_with(struct rc_scene *s, uint64_t offset, uint32_t len, uint32_t rkey,
+				enum ibv_wc_status status)
+{
+	assert_int_equal(rc_scene_write(s, 1, offset, len, rkey), 0);
+	rc_expect_wc(s->env->a.scq, 1, status, NULL);
+	rc_scene_expect_b_untouched(s);
+	expect_direct(0);
+}
+
+/* The key's rules refuse with a remote access error, as rxe's responder does. */
+static void expect_refused(struct rc_scene *s, uint64_t offset, uint32_t len, uint32_t rkey)
+{
+	expect_refused_with(s, offset, len, rkey, IBV_WC_REM_ACCESS_ERR);
+}
+
+static void test_lone_write_is_placed_exactly_in_range(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	rc_scene_expect_middle_write(&s);
+	expect_direct(1);
+	assert_true(rc_port_counter("port_rcv_packets") > 0);
+}
+
+static void test_write_with_a_wrong_key_is_refused(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	expect_refused(&s, LEN, 8, s.bmr->rkey ^ 0x100);
+}
+
+/* A region over B's middle third only, so that a byte placed outside it would show. */
+static struct ibv_mr *middle_of_b(struct rc_scene *s)
+{
+	return rc_reg(s->env, s->env->pd, s->b->p + LEN, LEN, RC_ACCESS_ALL);
+}
+
+static void test_write_one_byte_past_the_region_is_refused(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	expect_refused(&s, 2 * LEN - 7, 8, middle_of_b(&s)->rkey);
+}
+
+static void test_write_just_before_the_region_is_refused(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	expect_refused(&s, LEN - 1, 8, middle_of_b(&s)->rkey);
+}
+
+static void test_region_without_remote_write_is_refused(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	expect_refused(&s, LEN, 8, s.bmr->rkey);
+}
+
+static void test_qp_without_remote_write_is_refused(void **state)
+{
+	struct rc_qp_opts ob;
+	struct rc_scene s;
+
+	rc_default_opts(&ob);
+	ob.access = IBV_ACCESS_REMOTE_READ;
+	scene_init_with(&s, state, RC_ACCESS_ALL, &ob);
+	/* The QP's own rights: an invalid request (rxe's check_op_valid()). */
+	expect_refused_with(&s, LEN, 8, s.bmr->rkey, IBV_WC_REM_INV_REQ_ERR);
+}
+
+/* B's QP loses the right while connected (RTS to RTS): the next WRITE sees it. */
+static void test_right_taken_away_is_seen(void **state)
+{
+	struct ibv_qp_attr attr = { .qp_access_flags = IBV_ACCESS_REMOTE_READ };
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	assert_int_equal(rc_scene_write(&s, 1, LEN, 8, s.bmr->rkey), 0);
+	rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+	rc_fill(s.b->p, 3 * LEN, s.b_seed);
+	assert_int_equal(ibv_modify_qp(s.env->b.qp, &attr, IBV_QP_ACCESS_FLAGS), 0);
+	assert_int_equal(rc_scene_write(&s, 2, LEN, 8, s.bmr->rkey), 0);
+	rc_expect_wc(s.env->a.scq, 2, IBV_WC_REM_INV_REQ_ERR, NULL);
+	rc_scene_expect_b_untouched(&s);
+	expect_direct(1);
+}
+
+static void test_region_of_another_pd_is_refused(void **state)
+{
+	struct rc_scene s;
+	struct ibv_mr *other;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	other = rc_reg(s.env, s.env->pd2, s.b->p, 3 * LEN, RC_ACCESS_ALL);
+	expect_refused(&s, LEN, 8, other->rkey);
+}
+
+/* ibv_rereg_mr() taking the right away: the key's new rights hold at once. */
+static void test_reregistered_without_the_right_is_refused(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	assert_int_equal(ibv_rereg_mr(s.bmr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ), 0);
+	expect_refused(&s, LEN, 8, s.bmr->rkey);
+}
+
+/*
+ * WRITEs placed directly between frames: the responder's expected PSN stays the next
+ * frame's, so every SEND, READ and batched WRITE around them is taken, in order.
+ */
+static void test_psns_stay_in_step(void **state)
+{
+	struct rc_scene s;
+	struct ibv_wc wc;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	for (int i = 0; i < 20; i++) {
+		struct ibv_sge ws = rc_sge(s.a->p + 8 * i, 8, s.amr);
+		struct ibv_sge ss = rc_sge(s.a->p + 8 * i, 8, s.amr);
+		struct ibv_sge rs = rc_sge(s.b->p + 2 * LEN + 8 * i, 8, s.bmr);
+		struct ibv_sge rd = rc_sge(s.a->p + LEN + 8 * i, 8, s.amr);
+		struct ibv_send_wr two[2], *bad;
+		struct ibv_sge tw[2];
+
+		assert_int_equal(rc_post_rdma(s.env->a.qp, 1, IBV_WR_RDMA_WRITE, &ws, 1,
+					      (uintptr_t)s.b->p + 8 * i, s.bmr->rkey), 0);
+		rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
+		rc_post_recv(s.env->b.qp, 2, &rs, 1);
+		assert_int_equal(rc_post_rdma(s.env->a.qp, 3, IBV_WR_SEND, &ss, 1, 0, 0), 0);
+		rc_expect_wc(s.env->a.scq, 3, IBV_WC_SUCCESS, NULL);
+		rc_expect_wc(s.env->b.rcq, 2, IBV_WC_SUCCESS, &wc);
+		assert_int_equal(wc.byte_len, 8);
+		assert_int_equal(rc_post_rdma(s.env->a.qp, 4, IBV_WR_RDMA_READ, &rd, 1,
+					      (uintptr_t)s.b->p + 8 * i, s.bmr->rkey), 0);
+		rc_expect_wc(s.env->a.scq, 4, IBV_WC_SUCCESS, NULL);
+		/* Two WRITEs in one post: neither is alone, both go as frames. */
+		for (int j = 0; j < 2; j++) {
+			tw[j] = rc_sge(s.a->p + 8 * i, 8, s.amr);
+			two[j] = rc_signaled_wr(5 + j, IBV_WR_RDMA_WRITE, &tw[j], 1);
+			two[j].wr.rdma.remote_addr = (uintptr_t)s.b->p + LEN + 16 * i + 8 * j;
+			two[j].wr.rdma.rkey = s.bmr->rkey;
+			two[j].next = j ? NULL : &two[1];
+		}
+		assert_int_equal(ibv_post_send(s.env->a.qp, two, &bad), 0);
+		rc_expect_wc(s.env->a.scq, 5, IBV_WC_SUCCESS, NULL);
+		rc_expect_wc(s.env->a.scq, 6, IBV_WC_SUCCESS, NULL);
+	}
+	rc_expect_bytes(s.b->p, s.a->p, 160, "the placed WRITEs");
+	rc_expect_bytes(s.b->p + 2 * LEN, s.a->p, 160, "the SENDs");
+	rc_expect_bytes(s.a->p + LEN, s.a->p, 160, "the READs of what was placed");
+	for (int i = 0; i < 20; i++) {
+		rc_expect_bytes(s.b->p + LEN + 16 * i, s.a->p + 8 * i, 8, "a batched WRITE");
+		rc_expect_bytes(s.b->p + LEN + 16 * i + 8, s.a->p + 8 * i, 8, "its second");
+	}
+	expect_direct(20);
+}
+
+/* Writes an ever-changing word into B's region until a WRITE fails. */
+struct writer {
+	struct rc_scene *s;
+	uint64_t placed, failed_status;
+};
+
+static void *write_until_refused(void *arg)
+{
+	struct writer *w = arg;
+	struct rc_scene *s = w->s;
+	uint64_t *word = (uint64_t *)(void *)s->a->p;
+
+	for (uint64_t n = 1;; n++) {
+		struct ibv_wc wc;
+		int got;
+
+		*word = n;
+		if (rc_scene_write(s, n, LEN, 8, s->bmr->rkey))
+			return NULL;
+		for (uint64_t until = rc_now_ms() + RC_WAIT_MS;
+		     !(got = ibv_poll_cq(s->env->a.scq, 1, &wc)) && rc_now_ms() < until;)
+			;
+		if (got != 1 || wc.status != IBV_WC_SUCCESS) {
+			w->failed_status = got != 1 ? UINT64_MAX : wc.status;
+			return NULL;
+		}
+		w->placed = n;
+	}
+}
+
+/*
+ * ibv_dereg_mr() while a requester places WRITEs into the region as fast as it can: once
+ * it returns, not one more byte lands (the memory may be someone else's by then).
+ */
+static void test_no_byte_lands_after_deregistration(void **state)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	struct writer w = { 0 };
+	uint8_t after[LEN];
+	uint64_t direct;
+	struct rc_scene s;
+	pthread_t t;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	w.s = &s;
+	assert_int_equal(pthread_create(&t, NULL, write_until_refused, &w), 0);
+	nanosleep(&ts, NULL);
+	rc_dereg(s.env, s.bmr);
+	memcpy(after, s.b->p + LEN, LEN);
+	nanosleep(&ts, NULL);
+	rc_expect_bytes(s.b->p + LEN, after, LEN, "B's region after ibv_dereg_mr()");
+	assert_int_equal(pthread_join(t, NULL), 0);
+	rc_expect_bytes(s.b->p + LEN, after, LEN, "B's region once the writer stopped");
+	assert_int_equal(w.failed_status, IBV_WC_REM_ACCESS_ERR);
+	/* Placed, most of them (one that met the key changing went as a frame). */
+	direct = rc_port_counter("same_host_direct_writes") - direct_before;
+	assert_true(direct > 0 && direct <= w.placed);
+}
+
+/* One WRITE, its status in w->failed_status (no cmocka here: this is not the test's thread). */
+static void *write_once(void *arg)
+{
+	struct writer *w = arg;
+	struct ibv_wc wc;
+	int got = 0;
+
+	*(uint64_t *)(void *)w->s->a->p = 0x1122334455667788ull;
+	w->failed_status = UINT64_MAX;
+	if (rc_scene_write(w->s, 1, LEN, 8, w->s->bmr->rkey))
+		return NULL;
+	for (uint64_t until = rc_now_ms() + RC_WAIT_MS;
+	     !(got = ibv_poll_cq(w->s->env->a.scq, 1, &wc)) && rc_now_ms() < until;)
+		;
+	if (got == 1)
+		w->failed_status = wc.status;
+	return NULL;
+}
+
+/*
+ * The race made certain: the placement naps 300 ms once announced (a test hook), and the
+ * region is deregistered 100 ms into the nap. ibv_dereg_mr() waits for the placement:
+ * when it returns, the WRITE has landed, and nothing lands after.
+ */
+static void test_deregistration_waits_for_the_placement_under_way(void **state)
+{
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	struct writer w = { 0 };
+	uint64_t t0, landed;
+	uint8_t after[LEN];
+	struct rc_scene s;
+	pthread_t t;
+
+	setenv("SOFTRDMA_TEST_DIRECT_NAP_MS", "300", 1);
+	scene_init(&s, state, RC_ACCESS_ALL);
+	unsetenv("SOFTRDMA_TEST_DIRECT_NAP_MS");
+	w.s = &s;
+	assert_int_equal(pthread_create(&t, NULL, write_once, &w), 0);
+	nanosleep(&ts, NULL);
+	t0 = rc_now_ms();
+	rc_dereg(s.env, s.bmr);
+	assert_true(rc_now_ms() - t0 >= 100);	/* it waited for the nap */
+	memcpy(&landed, s.b->p + LEN, 8);
+	assert_true(landed == 0x1122334455667788ull);
+	memcpy(after, s.b->p + LEN, LEN);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w.failed_status, IBV_WC_SUCCESS);
+	nanosleep(&ts, NULL);
+	rc_expect_bytes(s.b->p + LEN, after, LEN, "B's region after ibv_dereg_mr()");
+	expect_direct(1);
+}
+
+/* SOFTRDMA_DIRECT_WRITE=0: the same WRITE, as a frame. */
+static void test_switched_off_writes_go_as_frames(void **state)
+{
+	struct rc_scene s;
+
+	setenv("SOFTRDMA_DIRECT_WRITE", "0", 1);
+	scene_init(&s, state, RC_ACCESS_ALL);	/* the streams open with the pair */
+	unsetenv("SOFTRDMA_DIRECT_WRITE");
+	rc_scene_expect_middle_write(&s);
+	expect_direct(0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		RC_TEST(lone_write_is_placed_exactly_in_range),
+		RC_TEST(write_with_a_wrong_key_is_refused),
+		RC_TEST(write_one_byte_past_the_region_is_refused),
+		RC_TEST(write_just_before_the_region_is_refused),
+		RC_TEST(region_without_remote_write_is_refused),
+		RC_TEST(qp_without_remote_write_is_refused),
+		RC_TEST(right_taken_away_is_seen),
+		RC_TEST(region_of_another_pd_is_refused),
+		RC_TEST(reregistered_without_the_right_is_refused),
+		RC_TEST(psns_stay_in_step),
+		RC_TEST(no_byte_lands_after_deregistration),
+		RC_TEST(deregistration_waits_for_the_placement_under_way),
+		RC_TEST(switched_off_writes_go_as_frames),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
