@@ -58,7 +58,28 @@ struct direct_target {
 	size_t keys_size;
 	struct direct_page *page;
 	int test_nap_ms;	/* SOFTRDMA_TEST_DIRECT_NAP_MS: a placement naps once announced */
+	uint64_t seen_alive_ns;	/* when the target was last seen to be the same process */
 };
+
+/*
+ * Whether the target is still the process the kernel named, asked of its pidfd at most
+ * every millisecond (a system call per WRITE would cost a third of a placement). Linux
+ * hands out pids in turn up to pid_max (32768 at the least) before it reuses one: no pid
+ * comes back within a millisecond of its process's exit.
+ */
+#define TARGET_CHECK_NS	1000000ull
+
+static bool target_still_there(struct direct_target *t)
+{
+	uint64_t now = engine_now_ns();
+
+	if (now - t->seen_alive_ns < TARGET_CHECK_NS)
+		return true;
+	if (!peer_mem_still_there(&t->target))
+		return false;
+	t->seen_alive_ns = now;
+	return true;
+}
 
 static size_t keys_size(uint32_t nslots)
 {
@@ -496,7 +517,7 @@ bool direct_write(struct emu_qp *qp, struct send_wqe *wqe, const struct iovec *i
 	if (atomic_load_explicit(&t->slots[p.slot].seq, memory_order_relaxed) != p.key_seq ||
 	    atomic_load_explicit(&t->page->qp_seq, memory_order_relaxed) != p.qp_seq ||
 	    atomic_load_explicit(&t->page->closed, memory_order_relaxed) ||
-	    !peer_mem_still_there(&t->target)) {
+	    !target_still_there(t)) {
 		atomic_store_explicit(&t->page->placing, 0, memory_order_release);
 		return false;
 	}
