@@ -673,6 +673,12 @@ static void test_stopped_peer_answers_late(void **state)
 	buf = rc_alloc(env, env->page);
 	mr = rc_reg(env, env->pd, buf->p, buf->cap, IBV_ACCESS_LOCAL_WRITE);
 	rc_fill(buf->p, 128, 0x3c);
+	/* One READ first: it is answered once the child's engine has settled the same-host
+	 * path (whose answer brings the child's keys), so the WRITE below can be placed. */
+	sge = rc_sge(buf->p + 3072, 8, mr);
+	assert_int_equal(rc_post_rdma(env->a.qp, 9, IBV_WR_RDMA_READ, &sge, 1, child.addr,
+				      child.rkey), 0);
+	rc_expect_wc(env->a.scq, 9, IBV_WC_SUCCESS, NULL);
 
 	assert_int_equal(kill(rc_child, SIGSTOP), 0);
 	assert_int_equal(waitpid(rc_child, &status, WUNTRACED), rc_child);
