@@ -8,8 +8,9 @@
 #   (large payloads take the same-host path), ib_write_bw/ib_send_bw again from 4 KiB with
 #   SOFTRDMA_SAME_HOST=0 (every byte through TCP),
 #   ib_write_lat/ib_read_lat/ib_send_lat at 8 B and 4 KiB (ib_write_lat at 8 B again with
-#   packet capture on, SOFTRDMA_PCAP; at 8 B again over the TCP path), and the message rate
-#   of 8-byte writes with a deep queue;
+#   packet capture on, SOFTRDMA_PCAP; at 8 B again over the TCP path, and with every WRITE
+#   as a frame, SOFTRDMA_DIRECT_WRITE=0), and the message rate of 8-byte writes with a deep
+#   queue;
 # - small messages beside 2 x nproc busy loops: ib_write_lat and ib_write_bw at 8 B, and
 #   qperf's TCP figures under the same load;
 # - the raw-TCP reference at the same sizes: qperf tcp_bw and tcp_lat over loopback;
@@ -287,11 +288,15 @@ for ((r = 1; r <= rounds; r++)); do
 	# Small messages (docs/performance.md): 8 B latency over the TCP path too, and the
 	# 8 B runs again beside 2 x nproc busy loops, with TCP's under the same load.
 	perftest write_lat_tcp 8 "$r" env SOFTRDMA_SAME_HOST=0 ib_write_lat -s 8 -n 3000
+	# And with every WRITE as a frame (no direct placement): what the responder's thread costs.
+	perftest write_lat_frames 8 "$r" env SOFTRDMA_DIRECT_WRITE=0 ib_write_lat -s 8 -n 3000
+	perftest write_bw_frames 8 "$r" env SOFTRDMA_DIRECT_WRITE=0 ib_write_bw -s 8 -n "$(iters 8)"
 	hog_start
 	tcp 8 "$r" _loaded
 	# Fewer iterations: on a busy 2-core machine 3000 round trips can pass RUN_TIMEOUT.
 	perftest write_lat_loaded 8 "$r" ib_write_lat -s 8 -n 1000
 	perftest write_bw_loaded 8 "$r" ib_write_bw -s 8 -n 5000
+	perftest write_lat_frames_loaded 8 "$r" env SOFTRDMA_DIRECT_WRITE=0 ib_write_lat -s 8 -n 1000
 	hog_stop
 	done_rounds=$r
 	round_s=$(($(elapsed) - r0))
@@ -357,11 +362,15 @@ md="$results/latest.md"
 	a=$(med write_bw 8 6)
 	b=$(med tcp_bw 8 6)
 	echo "| msg rate, writes without posting lists (ib_write_bw -s 8) | $(fmt "$a" M/s "$(rng write_bw 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks write_bw 8) |"
-	for t in write_lat write_lat_tcp write_lat_loaded; do
+	a=$(med write_bw_frames 8 6)
+	echo "| msg rate without posting lists, WRITEs as frames (SOFTRDMA_DIRECT_WRITE=0) | $(fmt "$a" M/s "$(rng write_bw_frames 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks write_bw_frames 8) |"
+	for t in write_lat write_lat_tcp write_lat_frames write_lat_loaded write_lat_frames_loaded; do
 		case $t in
 		write_lat) label="" tl=tcp_lat ;;
 		write_lat_tcp) label=", TCP path only" tl=tcp_lat ;;
-		*) label=", beside 2 x nproc busy loops" tl=tcp_lat_loaded ;;
+		write_lat_frames) label=", WRITEs as frames (SOFTRDMA_DIRECT_WRITE=0)" tl=tcp_lat ;;
+		write_lat_loaded) label=", beside 2 x nproc busy loops" tl=tcp_lat_loaded ;;
+		*) label=", as frames, beside 2 x nproc busy loops" tl=tcp_lat_loaded ;;
 		esac
 		a=$(med "$t" 8 6)
 		b=$(med "$tl" 8)
@@ -481,6 +490,10 @@ json="$results/latest.json"
 		"$(jnum "$(med write_bw 8 6)")" "$(jnum "$(med tcp_bw 8 6)")" "$(jnum "$(med write_lat 8 6)")" \
 		"$(jnum "$(med write_lat 8 8)")" "$(jnum "$(med write_lat_tcp 8 6)")" \
 		"$(jnum "$(med write_lat_tcp 8 8)")" "$(jnum "$(med tcp_lat 8)")"
+	printf '    "frames": {"msgrate_no_lists_mmsg_s": %s, "lat_p50_us": %s, "lat_p99_us": %s, "loaded_lat_p50_us": %s, "loaded_lat_p99_us": %s},\n' \
+		"$(jnum "$(med write_bw_frames 8 6)")" "$(jnum "$(med write_lat_frames 8 6)")" \
+		"$(jnum "$(med write_lat_frames 8 8)")" "$(jnum "$(med write_lat_frames_loaded 8 6)")" \
+		"$(jnum "$(med write_lat_frames_loaded 8 8)")"
 	printf '    "loaded": {"lat_p50_us": %s, "lat_p99_us": %s, "tcp_lat_us": %s, "msgrate_no_lists_mmsg_s": %s, "tcp_mmsg_s": %s, "lat_p50_loaded_over_quiet": %s}},\n' \
 		"$(jnum "$(med write_lat_loaded 8 6)")" "$(jnum "$(med write_lat_loaded 8 8)")" \
 		"$(jnum "$(med tcp_lat_loaded 8)")" "$(jnum "$(med write_bw_loaded 8 6)")" \
