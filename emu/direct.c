@@ -182,13 +182,13 @@ static void store_key(struct direct_key *k, const struct mem_region *mr)
 			 (mr->access & IBV_ACCESS_REMOTE_WRITE) &&
 			 !(mr->access & IBV_ACCESS_ON_DEMAND);
 
-	atomic_store_explicit(&k->key, placeable ? mr->rkey : 0, memory_order_relaxed);
-	atomic_store_explicit(&k->pd_handle, placeable ? mr->pd_handle : 0, memory_order_relaxed);
-	atomic_store_explicit(&k->access, placeable ? mr->access : 0, memory_order_relaxed);
-	atomic_store_explicit(&k->iova, placeable ? mr->iova : 0, memory_order_relaxed);
-	atomic_store_explicit(&k->length, placeable ? mr->length : 0, memory_order_relaxed);
+	atomic_store_explicit(&k->key, placeable ? mr->rkey : 0, memory_order_release);
+	atomic_store_explicit(&k->pd_handle, placeable ? mr->pd_handle : 0, memory_order_release);
+	atomic_store_explicit(&k->access, placeable ? mr->access : 0, memory_order_release);
+	atomic_store_explicit(&k->iova, placeable ? mr->iova : 0, memory_order_release);
+	atomic_store_explicit(&k->length, placeable ? mr->length : 0, memory_order_release);
 	atomic_store_explicit(&k->host_addr, placeable ? (uint64_t)(uintptr_t)mr->host_addr : 0,
-			      memory_order_relaxed);
+			      memory_order_release);
 }
 
 void direct_key_publish(struct direct_keys *d, uint32_t slot, const struct mem_region *mr)
@@ -200,10 +200,8 @@ void direct_key_publish(struct direct_keys *d, uint32_t slot, const struct mem_r
 		return;
 	k = &d->slots[slot];
 	seq = atomic_load_explicit(&k->seq, memory_order_relaxed);
-	if (!(seq & 1)) {
+	if (!(seq & 1))
 		atomic_store_explicit(&k->seq, ++seq, memory_order_relaxed);
-		atomic_thread_fence(memory_order_release);
-	}
 	store_key(k, mr);
 	atomic_store_explicit(&k->seq, seq + 1, memory_order_release);
 }
@@ -257,9 +255,12 @@ void direct_key_retract(struct direct_keys *d, uint32_t slot)
 	seq = atomic_load_explicit(&k->seq, memory_order_relaxed);
 	if (seq & 1)
 		return;	/* retracted already, and waited for then */
-	atomic_store_explicit(&k->seq, seq + 1, memory_order_relaxed);
-	/* The retraction before the look at announcements: the requester fences the other way. */
-	atomic_thread_fence(memory_order_seq_cst);
+	/*
+	 * Sequentially consistent, as the look at announcements below and the requester's
+	 * announce and re-check: in their one total order, either it sees the retraction or
+	 * we see its announcement.
+	 */
+	atomic_store(&k->seq, seq + 1);
 	tag = (uint64_t)(slot + 1) << 32 | seq;
 	pthread_mutex_lock(&d->lock);
 	for (struct direct_served *sv = d->served; sv; sv = sv->next)
@@ -283,11 +284,10 @@ static void publish_qp(struct direct_page *page, const struct emu_qp *qp)
 	uint32_t seq = atomic_load_explicit(&page->qp_seq, memory_order_relaxed);
 
 	atomic_store_explicit(&page->qp_seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&page->qp_open, takes_writes(qp), memory_order_relaxed);
-	atomic_store_explicit(&page->qp_pd, qp->pd_handle, memory_order_relaxed);
+	atomic_store_explicit(&page->qp_open, takes_writes(qp), memory_order_release);
+	atomic_store_explicit(&page->qp_pd, qp->pd_handle, memory_order_release);
 	atomic_store_explicit(&page->qp_access, (int32_t)qp->attr.qp_access_flags,
-			      memory_order_relaxed);
+			      memory_order_release);
 	atomic_store_explicit(&page->qp_seq, seq + 2, memory_order_release);
 }
 
@@ -472,17 +472,18 @@ static bool target_allows(const struct direct_target *t, const struct send_wqe *
 		return false;
 	k = &t->slots[p->slot];
 	p->qp_seq = atomic_load_explicit(&page->qp_seq, memory_order_acquire);
-	open = atomic_load_explicit(&page->qp_open, memory_order_relaxed);
-	pd = atomic_load_explicit(&page->qp_pd, memory_order_relaxed);
-	qp_access = atomic_load_explicit(&page->qp_access, memory_order_relaxed);
+	open = atomic_load_explicit(&page->qp_open, memory_order_acquire);
+	pd = atomic_load_explicit(&page->qp_pd, memory_order_acquire);
+	qp_access = atomic_load_explicit(&page->qp_access, memory_order_acquire);
 	p->key_seq = atomic_load_explicit(&k->seq, memory_order_acquire);
-	key = atomic_load_explicit(&k->key, memory_order_relaxed);
-	kpd = atomic_load_explicit(&k->pd_handle, memory_order_relaxed);
-	access = atomic_load_explicit(&k->access, memory_order_relaxed);
-	iova = atomic_load_explicit(&k->iova, memory_order_relaxed);
-	length = atomic_load_explicit(&k->length, memory_order_relaxed);
-	host = atomic_load_explicit(&k->host_addr, memory_order_relaxed);
-	atomic_thread_fence(memory_order_acquire);
+	key = atomic_load_explicit(&k->key, memory_order_acquire);
+	kpd = atomic_load_explicit(&k->pd_handle, memory_order_acquire);
+	access = atomic_load_explicit(&k->access, memory_order_acquire);
+	iova = atomic_load_explicit(&k->iova, memory_order_acquire);
+	length = atomic_load_explicit(&k->length, memory_order_acquire);
+	host = atomic_load_explicit(&k->host_addr, memory_order_acquire);
+	/* Each field was stored with release after the odd count and read with acquire: a
+	 * value of a change under way comes with that change's count, seen below. */
 	if ((p->qp_seq & 1) || (p->key_seq & 1) ||
 	    atomic_load_explicit(&page->qp_seq, memory_order_relaxed) != p->qp_seq ||
 	    atomic_load_explicit(&k->seq, memory_order_relaxed) != p->key_seq)
@@ -510,13 +511,11 @@ bool direct_write(struct emu_qp *qp, struct send_wqe *wqe, const struct iovec *i
 	    !target_allows(t, wqe, &p))
 		return false;
 	/* Announced, then the key and the stream checked again (the target's retraction and
-	 * close fence the other way round). */
+	 * close store, then look at the announcement, the other way round). */
 	tag = (uint64_t)(p.slot + 1) << 32 | p.key_seq;
-	atomic_store_explicit(&t->page->placing, tag, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&t->slots[p.slot].seq, memory_order_relaxed) != p.key_seq ||
-	    atomic_load_explicit(&t->page->qp_seq, memory_order_relaxed) != p.qp_seq ||
-	    atomic_load_explicit(&t->page->closed, memory_order_relaxed) ||
+	atomic_store(&t->page->placing, tag);	/* sequentially consistent: see retract */
+	if (atomic_load(&t->slots[p.slot].seq) != p.key_seq ||
+	    atomic_load(&t->page->qp_seq) != p.qp_seq || atomic_load(&t->page->closed) ||
 	    !target_still_there(t)) {
 		atomic_store_explicit(&t->page->placing, 0, memory_order_release);
 		return false;

@@ -15,8 +15,9 @@
  *    placement under way.
  * Deregistration waits for a placement it could race: the requester announces the key and
  * sequence it is placing under, then checks the key again; the target retracts the key,
- * then looks for announcements of it. Each side fences between its write and its read, so
- * at least one of them sees the other's (Dekker).
+ * then looks for announcements of it. Both sides' writes and reads there are sequentially
+ * consistent, so at least one of them sees the other's (Dekker); no fence (ThreadSanitizer
+ * has none).
  */
 #ifndef SOFTRDMA_EMU_DIRECT_H
 #define SOFTRDMA_EMU_DIRECT_H
