@@ -209,6 +209,7 @@ static void test_psns_stay_in_step(void **state)
 /* Writes an ever-changing word into B's region until a WRITE fails. */
 struct writer {
 	struct rc_scene *s;
+	uint32_t rkey;		/* B's, read before the thread starts: the test frees B's MR */
 	uint64_t placed, failed_status;
 };
 
@@ -223,7 +224,7 @@ static void *write_until_refused(void *arg)
 		int got;
 
 		*word = n;
-		if (rc_scene_write(s, n, LEN, 8, s->bmr->rkey))
+		if (rc_scene_write(s, n, LEN, 8, w->rkey))
 			return NULL;
 		for (uint64_t until = rc_now_ms() + RC_WAIT_MS;
 		     !(got = ibv_poll_cq(s->env->a.scq, 1, &wc)) && rc_now_ms() < until;)
@@ -251,6 +252,7 @@ static void test_no_byte_lands_after_deregistration(void **state)
 
 	scene_init(&s, state, RC_ACCESS_ALL);
 	w.s = &s;
+	w.rkey = s.bmr->rkey;
 	assert_int_equal(pthread_create(&t, NULL, write_until_refused, &w), 0);
 	nanosleep(&ts, NULL);
 	rc_dereg(s.env, s.bmr);
@@ -274,7 +276,7 @@ static void *write_once(void *arg)
 
 	*(uint64_t *)(void *)w->s->a->p = 0x1122334455667788ull;
 	w->failed_status = UINT64_MAX;
-	if (rc_scene_write(w->s, 1, LEN, 8, w->s->bmr->rkey))
+	if (rc_scene_write(w->s, 1, LEN, 8, w->rkey))
 		return NULL;
 	for (uint64_t until = rc_now_ms() + RC_WAIT_MS;
 	     !(got = ibv_poll_cq(w->s->env->a.scq, 1, &wc)) && rc_now_ms() < until;)
@@ -302,6 +304,7 @@ static void test_deregistration_waits_for_the_placement_under_way(void **state)
 	scene_init(&s, state, RC_ACCESS_ALL);
 	unsetenv("SOFTRDMA_TEST_DIRECT_NAP_MS");
 	w.s = &s;
+	w.rkey = s.bmr->rkey;
 	assert_int_equal(pthread_create(&t, NULL, write_once, &w), 0);
 	nanosleep(&ts, NULL);
 	t0 = rc_now_ms();
