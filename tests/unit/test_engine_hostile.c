@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <endian.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -31,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -40,6 +42,7 @@
 #include <cmocka.h>
 
 #include "attacker_fds.h"
+#include "emu/direct.h"
 #include "hostile_peer.h"
 
 #define NOBODY_UID		65534
@@ -365,6 +368,112 @@ static void test_local_claim_from_another_user_is_refused(void **state)
 	assert_int_equal(rc_state(env->c.qp), IBV_QPS_RTS);
 	hostile_close(&h);
 	expect_pair_works(env, &m, 0x23);
+}
+
+/* The descriptors this process has open (/proc/self/fd, less the directory's own). */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3;	/* ".", "..", and the directory's */
+}
+
+/* A memfd of size bytes, sealed against shrinking when sealed (-1 on failure). */
+static int planted_memfd(size_t size, bool sealed, uint32_t magic)
+{
+	int fd = memfd_create("planted", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	if (magic)
+		assert_int_equal(pwrite(fd, &magic, sizeof(magic), 0), (ssize_t)sizeof(magic));
+	if (sealed)
+		assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	return fd;
+}
+
+/* Our own user's claim for the victim's stream, with files attached; answered. */
+static void claim_with_files(const char *name, const struct wire_hello *q, const int *fds,
+			     int nfds, struct wire_verdict *v)
+{
+	union {
+		struct cmsghdr hdr;
+		uint8_t buf[CMSG_SPACE(8 * sizeof(int))];
+	} control = { 0 };
+	struct iovec iov = { (void *)q, sizeof(*q) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+			      .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int)) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	int fd = connect_local(-1, name);
+
+	assert_true(fd >= 0);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+	assert_int_equal(sendmsg(fd, &msg, MSG_NOSIGNAL), (ssize_t)sizeof(*q));
+	assert_int_equal(read_some(fd, v, sizeof(*v), RC_WAIT_MS), (ssize_t)sizeof(*v));
+	close(fd);
+}
+
+/*
+ * Direct placement's files come with a LOCAL_CLAIM: a claimant of our own user may plant
+ * anything there. A pipe, memfds that can shrink (a mapping would fault past the end), a
+ * sealed one of the wrong size or with a wrong head, and more files than two: the victim
+ * answers the claim as ever, maps none of them, keeps none open, and its QPs work on.
+ */
+static void test_planted_placement_files_are_refused(void **state)
+{
+	struct rc_env *env = *state;
+	char name[WIRE_LOCAL_NAME_LEN];
+	struct wire_hello q;
+	struct wire_verdict v;
+	struct pair_bufs m;
+	struct hostile h;
+	int pipe_fds[2], fds[4], before;
+
+	pair_init(env, &m);
+	hostile_open_victim(&h, env, &env->c, IBV_QPT_RC);
+	learn_local_name(&h, name);
+	claim_victims_stream(&h, &q, 0);
+	assert_int_equal(pipe2(pipe_fds, O_CLOEXEC), 0);
+	before = open_fds();
+	/* Two pipe ends where the key table and the page belong. */
+	claim_with_files(name, &q, pipe_fds, 2, &v);
+	assert_int_equal(v.verdict, VERDICT_MINE);
+	/* Unsealed memfds: the claimant could shrink them under the victim's mapping. */
+	fds[0] = planted_memfd(1u << 20, false, DIRECT_KEYS_MAGIC);
+	fds[1] = planted_memfd(DIRECT_PAGE_SIZE, false, 0);
+	claim_with_files(name, &q, fds, 2, &v);
+	assert_int_equal(v.verdict, VERDICT_MINE);
+	close(fds[0]);
+	close(fds[1]);
+	/* Sealed, but a key table with a wrong head and a page of the wrong size. */
+	fds[0] = planted_memfd(1u << 20, true, 0x41414141);
+	fds[1] = planted_memfd(DIRECT_PAGE_SIZE + 1, true, 0);
+	claim_with_files(name, &q, fds, 2, &v);
+	assert_int_equal(v.verdict, VERDICT_MINE);
+	/* Four files at once: more than a claim carries. */
+	fds[2] = pipe_fds[0];
+	fds[3] = pipe_fds[1];
+	claim_with_files(name, &q, fds, 4, &v);
+	assert_int_equal(v.verdict, VERDICT_MINE);
+	close(fds[0]);
+	close(fds[1]);
+	/* What the victim was sent, it closed (its end of a claim goes once answered). */
+	for (uint64_t until = rc_now_ms() + RC_WAIT_MS; open_fds() != before && rc_now_ms() < until;)
+		usleep(1000);
+	assert_int_equal(open_fds(), before);
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+	assert_int_equal(rc_state(env->c.qp), IBV_QPS_RTS);
+	hostile_close(&h);
+	expect_pair_works(env, &m, 0x24);
 }
 
 /* Our pid, as a wire field (32 bits, big-endian) or as digits standing alone. */
@@ -971,6 +1080,7 @@ int main(int argc, char **argv)
 		RC_TEST(by_reference_write_without_the_path_is_refused),
 		RC_TEST(peer_memory_nobody_asked_for_is_refused),
 		RC_TEST(local_claim_from_another_user_is_refused),
+		RC_TEST(planted_placement_files_are_refused),
 		RC_TEST(nothing_sent_carries_our_pid),
 		RC_TEST(impostor_of_another_user_is_not_heard),
 		RC_TEST(peer_that_never_reads_is_bounded),
