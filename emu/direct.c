@@ -35,6 +35,7 @@ struct direct_served {
 	struct direct_served *next;
 	struct direct_page *page;
 	struct peer_mem requester;	/* its process: a dead one places nothing more */
+	struct counter_block *counters;	/* the stream's QP's, until the stream closes (lock) */
 	bool retired;			/* the stream closed; freed once nothing is under way */
 	uint64_t folded, folded_words;	/* what direct_fold_counters() took already */
 };
@@ -150,9 +151,12 @@ static void fold_locked(struct direct_served *sv)
 	uint64_t placed = atomic_load_explicit(&sv->page->placed, memory_order_relaxed);
 	uint64_t words = atomic_load_explicit(&sv->page->placed_words, memory_order_relaxed);
 
-	/* What a requester reports is what it says it placed: counters, never memory. */
-	counter_add(EMU_CNT_RCV_PACKETS, placed - sv->folded);
-	counter_add(EMU_CNT_RCV_DATA, words - sv->folded_words);
+	/* What a requester reports is what it says it placed: counters, never memory. The
+	 * QP's own block while it has the stream (softrdma counters --qp), then the process's. */
+	struct counter_block *b = sv->counters ? sv->counters : &emu_process_counters;
+
+	qp_counter_add(b, EMU_CNT_RCV_PACKETS, placed - sv->folded);
+	qp_counter_add(b, EMU_CNT_RCV_DATA, words - sv->folded_words);
 	sv->folded = placed;
 	sv->folded_words = words;
 }
@@ -322,6 +326,7 @@ int direct_offer(struct direct_keys *d, struct conn *c, pid_t pid, int fds[2])
 		return EMFILE;
 	}
 	sv->page = map;
+	sv->counters = &c->qp->counters;
 	atomic_store(&sv->page->probe_addr, peer_mem_probe_addr());
 	publish_qp(sv->page, c->qp);
 	pthread_mutex_lock(&d->lock);
@@ -350,6 +355,8 @@ void direct_page_close(struct conn *c)
 	c->direct_served = NULL;
 	atomic_store(&sv->page->closed, 1);	/* seq_cst: before reap's look at placing */
 	pthread_mutex_lock(&d->lock);
+	fold_locked(sv);	/* the last into the QP's block: it may go after this */
+	sv->counters = NULL;
 	sv->retired = true;
 	reap_locked(d);
 	pthread_mutex_unlock(&d->lock);

@@ -157,11 +157,12 @@ static void destroy_on_engine(void *arg)
 
 	engine_unregister_qp(qp->engine, qp);
 	mcast_detach_all(qp);	/* ibv_close_device's: a user's destroy was EBUSY while attached */
-	counters_qp_unregister(&qp->counters);
 	pthread_mutex_lock(&qp->lock);
 	qp_send_posted(qp);	/* sent before it goes, as a NIC would have */
-	qp_streams_close(qp);
+	qp_streams_close(qp);	/* what was placed directly is folded into its counters */
 	pthread_mutex_unlock(&qp->lock);
+	/* Last: the frames just sent and the placements folded count in the QP's totals. */
+	counters_qp_unregister(&qp->counters);
 }
 
 int emu_qp_destroy(struct emu_qp *qp)
