@@ -370,17 +370,43 @@ static void test_local_claim_from_another_user_is_refused(void **state)
 	expect_pair_works(env, &m, 0x23);
 }
 
-/* The descriptors this process has open (/proc/self/fd, less the directory's own). */
-static int open_fds(void)
+/*
+ * The descriptors of this process that name what target (as /proc/self/fd's links say:
+ * "/memfd:planted (deleted)", "pipe:[inode]") begins with. Only those: the engine beside
+ * the test opens and closes descriptors of its own at any time.
+ */
+static int fds_naming(const char *target)
 {
 	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
 	int n = 0;
 
 	assert_non_null(d);
-	while (readdir(d))
-		n++;
+	while ((e = readdir(d))) {
+		char path[300], link[128];
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		n += !strncmp(link, target, strlen(target));
+	}
 	closedir(d);
-	return n - 3;	/* ".", "..", and the directory's */
+	return n;
+}
+
+/* What /proc/self/fd shows for one end of pipe fds. */
+static void pipe_name(int fd, char name[64])
+{
+	char path[64];
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	len = readlink(path, name, 63);
+	assert_true(len > 0);
+	name[len] = 0;
 }
 
 /* A memfd of size bytes, sealed against shrinking when sealed (-1 on failure). */
@@ -435,14 +461,15 @@ static void test_planted_placement_files_are_refused(void **state)
 	struct wire_verdict v;
 	struct pair_bufs m;
 	struct hostile h;
-	int pipe_fds[2], fds[4], before;
+	int pipe_fds[2], fds[4];
+	char pipe_link[64];
 
 	pair_init(env, &m);
 	hostile_open_victim(&h, env, &env->c, IBV_QPT_RC);
 	learn_local_name(&h, name);
 	claim_victims_stream(&h, &q, 0);
 	assert_int_equal(pipe2(pipe_fds, O_CLOEXEC), 0);
-	before = open_fds();
+	pipe_name(pipe_fds[0], pipe_link);
 	/* Two pipe ends where the key table and the page belong. */
 	claim_with_files(name, &q, pipe_fds, 2, &v);
 	assert_int_equal(v.verdict, VERDICT_MINE);
@@ -458,6 +485,7 @@ static void test_planted_placement_files_are_refused(void **state)
 	fds[1] = planted_memfd(DIRECT_PAGE_SIZE + 1, true, 0);
 	claim_with_files(name, &q, fds, 2, &v);
 	assert_int_equal(v.verdict, VERDICT_MINE);
+	assert_int_equal(fds_naming("/memfd:planted"), 2);	/* ours; the victim's copies went */
 	/* Four files at once: more than a claim carries. */
 	fds[2] = pipe_fds[0];
 	fds[3] = pipe_fds[1];
@@ -465,10 +493,9 @@ static void test_planted_placement_files_are_refused(void **state)
 	assert_int_equal(v.verdict, VERDICT_MINE);
 	close(fds[0]);
 	close(fds[1]);
-	/* What the victim was sent, it closed (its end of a claim goes once answered). */
-	for (uint64_t until = rc_now_ms() + RC_WAIT_MS; open_fds() != before && rc_now_ms() < until;)
-		usleep(1000);
-	assert_int_equal(open_fds(), before);
+	/* What the victim was sent, it closed: of the pipe, our two ends; no planted memfd. */
+	assert_int_equal(fds_naming(pipe_link), 2);
+	assert_int_equal(fds_naming("/memfd:planted"), 0);
 	close(pipe_fds[0]);
 	close(pipe_fds[1]);
 	assert_int_equal(rc_state(env->c.qp), IBV_QPS_RTS);
