@@ -347,11 +347,12 @@ void direct_qp_changed(struct emu_qp *qp)
 
 void direct_page_close(struct conn *c)
 {
-	struct direct_keys *d = mem_table_direct(c->engine->mem);
 	struct direct_served *sv = c->direct_served;
+	struct direct_keys *d;
 
 	if (!sv)
-		return;
+		return;	/* every stream closes through here; most never offered placement */
+	d = mem_table_direct(c->engine->mem);
 	c->direct_served = NULL;
 	atomic_store(&sv->page->closed, 1);	/* seq_cst: before reap's look at placing */
 	pthread_mutex_lock(&d->lock);
