@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Direct placement (emu/direct.h): the target publishes its keys and its streams' QPs in
- * shared memory, and a same-host requester places a lone RDMA WRITE in the target's memory
- * itself, after the checks the target's responder would make (mr_check_remote_access()'s,
- * in the same order of rules). Anything it cannot decide, or that would fail, goes as a
+ * shared memory, and a same-host requester places the RDMA WRITEs first on its wire (a
+ * lone one, or a run of one posting list) in the target's memory itself, after the checks
+ * the target's responder would make (mr_check_remote_access()'s, in the same order of
+ * rules). A run is one key's, so that one announcement covers it (direct_key_retract()). Anything it cannot decide, or that would fail, goes as a
  * frame as before, so every error status still comes from the responder.
  */
 #define _GNU_SOURCE
@@ -505,46 +506,86 @@ static bool target_allows(const struct direct_target *t, const struct send_wqe *
 	return true;
 }
 
-bool direct_write(struct emu_qp *qp, struct send_wqe *wqe, const struct iovec *iov, int niov)
+/*
+ * The target ranges of run's first n WQEs, in their order, into remote; a range that
+ * begins where the one before it ends extends it (a posting list that fills a buffer in
+ * order is one range). Both lie in one region, so their union does too. Returns how many
+ * WQEs the target's responder would take under the first one's key, as it is now.
+ */
+static unsigned int run_ranges(const struct direct_target *t, const struct direct_run *run,
+			       struct placement *first, struct iovec *remote, unsigned int *nremote)
+{
+	unsigned int n;
+
+	*nremote = 0;
+	for (n = 0; n < run->n; n++) {
+		const struct send_wqe *wqe = run->wqe[n];
+		struct placement p;
+		struct iovec *last = *nremote ? &remote[*nremote - 1] : NULL;
+
+		if (wqe->wr.opcode != IBV_WR_RDMA_WRITE || !wqe->length ||
+		    *nremote == DIRECT_RUN_IOVS || !target_allows(t, wqe, &p))
+			break;
+		if (!n)
+			*first = p;
+		else if (p.slot != first->slot || p.key_seq != first->key_seq ||
+			 p.qp_seq != first->qp_seq)
+			break;	/* another key, or one that changed: the next placement's */
+		if (last && (uintptr_t)last->iov_base + last->iov_len == p.host)
+			last->iov_len += wqe->length;
+		else
+			remote[(*nremote)++] = (struct iovec){ (void *)(uintptr_t)p.host, wqe->length };
+	}
+	return n;
+}
+
+unsigned int direct_write_run(struct emu_qp *qp, const struct direct_run *run)
 {
 	struct conn *c = qp->streams.req;
 	struct direct_target *t = c ? c->direct : NULL;
-	struct placement p;
-	struct iovec remote;
-	uint64_t tag;
-	ssize_t n;
+	struct iovec remote[DIRECT_RUN_IOVS];
+	unsigned int n, nremote, placed;
+	struct placement first = { 0 };
+	uint64_t tag, whole = 0, words = 0;
+	ssize_t written;
 
-	if (!t || wqe->wr.opcode != IBV_WR_RDMA_WRITE || !wqe->length || qp->faults ||
-	    atomic_load_explicit(&pcap_active, memory_order_relaxed) ||
-	    !target_allows(t, wqe, &p))
-		return false;
+	if (!t || qp->faults || atomic_load_explicit(&pcap_active, memory_order_relaxed) ||
+	    !(n = run_ranges(t, run, &first, remote, &nremote)))
+		return 0;
 	/* Announced, then the key and the stream checked again (the target's retraction and
 	 * close store, then look at the announcement, the other way round). */
-	tag = (uint64_t)(p.slot + 1) << 32 | p.key_seq;
+	tag = (uint64_t)(first.slot + 1) << 32 | first.key_seq;
 	atomic_store(&t->page->placing, tag);	/* sequentially consistent: see retract */
-	if (atomic_load(&t->slots[p.slot].seq) != p.key_seq ||
-	    atomic_load(&t->page->qp_seq) != p.qp_seq || atomic_load(&t->page->closed) ||
+	if (atomic_load(&t->slots[first.slot].seq) != first.key_seq ||
+	    atomic_load(&t->page->qp_seq) != first.qp_seq || atomic_load(&t->page->closed) ||
 	    !target_still_there(t)) {
 		atomic_store_explicit(&t->page->placing, 0, memory_order_release);
-		return false;
+		return 0;
 	}
 	if (t->test_nap_ms) {
 		struct timespec ts = { t->test_nap_ms / 1000, (t->test_nap_ms % 1000) * 1000000L };
 
 		nanosleep(&ts, NULL);	/* tests: a deregistration meets a placement under way */
 	}
-	remote = (struct iovec){ (void *)(uintptr_t)p.host, wqe->length };
-	n = process_vm_writev(t->target.pid, iov, (unsigned long)niov, &remote, 1, 0);
+	written = process_vm_writev(t->target.pid, run->iov, run->iov_end[n - 1], remote, nremote,
+				    0);
 	atomic_store_explicit(&t->page->placing, 0, memory_order_release);
-	/* A page the target unmapped under its registration: the frame path says what a
-	 * responder says then. What was written of it lies in the registered range. */
-	if (n != (ssize_t)wqe->length)
-		return false;
-	counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, DIRECT_WRITE_HDR, wqe->length);
-	qp_counter_add(&qp->counters, EMU_CNT_DIRECT_WRITES, 1);
-	atomic_fetch_add_explicit(&t->page->placed, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&t->page->placed_words,
-				  counter_packet_words(DIRECT_WRITE_HDR, wqe->length),
-				  memory_order_relaxed);
-	return true;
+	/*
+	 * Whole WQEs only: one the write stopped in (a page the target unmapped under its
+	 * registration) goes as a frame, and the frame path says what a responder says then.
+	 * What was written of it lies in the registered range.
+	 */
+	for (placed = 0; placed < n && written > 0; placed++) {
+		uint64_t len = run->wqe[placed]->length;
+
+		if ((uint64_t)written - whole < len)
+			break;
+		whole += len;
+		words += counter_packet_words(DIRECT_WRITE_HDR, len);
+		counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, DIRECT_WRITE_HDR, len);
+	}
+	qp_counter_add(&qp->counters, EMU_CNT_DIRECT_WRITES, placed);
+	atomic_fetch_add_explicit(&t->page->placed, placed, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->page->placed_words, words, memory_order_relaxed);
+	return placed;
 }

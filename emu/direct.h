@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Direct placement: an RDMA WRITE that a same-host requester places in its target's memory
- * itself, with process_vm_writev(2), after the checks the target's responder would make.
+ * Direct placement: RDMA WRITEs that a same-host requester places in its target's memory
+ * itself, with process_vm_writev(2) (one call for a run of them posted together under one
+ * key), after the checks the target's responder would make.
  * No frame crosses the stream and no thread of the target runs: a NIC's responder places a
  * WRITE without its host's CPU, and so does this one (docs/architecture.md, "Direct
  * placement"; docs/security.md says why it widens no peer's reach).
@@ -106,9 +107,26 @@ void direct_fold_counters(struct direct_keys *d);
 void direct_attach(struct conn *c, pid_t pid, const int fds[2]);
 void direct_detach(struct conn *c);	/* c closes; qp->lock held */
 /*
- * Requester, qp->lock held: places WRITE wqe, whose payload is iov, if every check passes
- * and the QP has nothing else on its way; false: send it as a frame.
+ * A run of RDMA WRITEs for one placement: consecutive WQEs of one send queue, the first
+ * alone on the wire, each with its payload already gathered (local keys checked): wqe[i]'s
+ * pieces are iov[iov_end[i - 1]] up to iov[iov_end[i]] (from iov[0] for the first).
  */
-bool direct_write(struct emu_qp *qp, struct send_wqe *wqe, const struct iovec *iov, int niov);
+#define DIRECT_RUN_MAX		64	/* WQEs: what one post, or one posting list, places */
+#define DIRECT_RUN_IOVS		128	/* their pieces, and the target ranges written */
+
+struct direct_run {
+	unsigned int n;
+	struct send_wqe *wqe[DIRECT_RUN_MAX];
+	unsigned int iov_end[DIRECT_RUN_MAX];
+	unsigned int niov;
+	struct iovec iov[DIRECT_RUN_IOVS];
+};
+
+/*
+ * Requester, qp->lock held: places the longest prefix of run whose WRITEs every check
+ * passes under one key, with one process_vm_writev; returns how many WQEs, from the
+ * first, were placed whole (0: send them all as frames).
+ */
+unsigned int direct_write_run(struct emu_qp *qp, const struct direct_run *run);
 
 #endif

@@ -271,18 +271,67 @@ static bool by_reference(const struct emu_qp *qp, const struct send_wqe *wqe,
 }
 
 /*
- * Direct placement (emu/direct.h) is for a request alone on the wire: everything before it
- * answered, so done by the target, whose responder it then bypasses without reordering
- * anything; nothing after it numbered yet, so that its PSN can be given back and the
- * responder's expected PSN stays the next frame's. Not after a loss: a rewound send queue
- * numbers requests the responder may have seen, and a request that left once may have
- * been executed there.
+ * Direct placement (emu/direct.h) is for WRITEs first on the wire: everything before them
+ * answered, so done by the target, whose responder they then bypass without reordering
+ * anything. Not after a loss: a rewound send queue numbers requests the responder may have
+ * seen, and a request that left once may have been executed there.
  */
-static bool alone_on_the_wire(const struct emu_qp *qp, const struct send_wqe *wqe)
+static bool run_may_start(const struct emu_qp *qp, const struct send_wqe *wqe)
 {
-	return qp->type == IBV_QPT_RC && !wqe->was_sent && qp->comp.tail == qp->req.next &&
-	       qp->req.next + 1 == qp->sq.head && !qp->comp.lost &&
-	       ((wqe->psn + 1) & BTH_PSN_MASK) == qp->req.psn;
+	return qp->type == IBV_QPT_RC && qp->streams.req->direct &&
+	       wqe->wr.opcode == IBV_WR_RDMA_WRITE && qp->comp.tail == qp->req.next &&
+	       !qp->comp.lost;
+}
+
+/*
+ * Places the WRITEs at the head of what is still to go with one system call (a posting
+ * list of them is one run), and completes them. They never were on the wire, so they give
+ * their PSNs back: what was posted after them, never sent, is numbered down by as many,
+ * and the responder's expected PSN stays the next frame's. Returns how many were placed;
+ * the first that was not (a refusal, another key, a bad local key) goes as a frame.
+ */
+static unsigned int place_run(struct emu_qp *qp, unsigned int budget)
+{
+	struct mem_region *refs[DIRECT_RUN_IOVS];
+	struct direct_run run = { .n = 0, .niov = 0 };
+	unsigned int nrefs = 0, placed;
+	uint32_t j;
+
+	for (j = qp->req.next; j != qp->sq.head; j++)
+		if (qp->sq.wqe[j % qp->cap.max_send_wr].was_sent)
+			return 0;	/* a rewound queue: the responder may know these PSNs */
+	for (j = qp->req.next; j != qp->sq.head && run.n < DIRECT_RUN_MAX && run.n < budget; j++) {
+		struct send_wqe *wqe = &qp->sq.wqe[j % qp->cap.max_send_wr];
+		enum ibv_wc_status status;
+		struct gathered g;
+
+		if (wqe->wr.opcode != IBV_WR_RDMA_WRITE || !wqe->length ||
+		    run.niov + (unsigned int)wqe->wr.num_sge > DIRECT_RUN_IOVS ||
+		    !gather_payload(qp, wqe, &g, &status))
+			break;	/* a bad local key: the frame path completes it with status */
+		for (int i = 0; i < g.n; i++) {
+			run.iov[run.niov++] = g.iov[i];
+			refs[nrefs++] = g.refs[i];
+		}
+		run.wqe[run.n] = wqe;
+		run.iov_end[run.n++] = run.niov;
+	}
+	placed = run.n ? direct_write_run(qp, &run) : 0;
+	while (nrefs)
+		if (refs[--nrefs])
+			mr_put(refs[nrefs]);
+	for (unsigned int i = 0; i < placed; i++)
+		finish_here(qp, run.wqe[i], IBV_WC_SUCCESS);
+	if (placed) {
+		for (j = qp->req.next; j != qp->sq.head; j++) {
+			struct send_wqe *w = &qp->sq.wqe[j % qp->cap.max_send_wr];
+
+			if (w->psn != WQE_NO_PSN)
+				w->psn = (w->psn - placed) & BTH_PSN_MASK;
+		}
+		qp->req.psn = (qp->req.psn - placed) & BTH_PSN_MASK;
+	}
+	return placed;
 }
 
 /* Adds the frame built in b->hdr[b->nframes] for pkt: headers, then the payload or its
@@ -359,16 +408,17 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 			break;	/* IBTA: no more outstanding READ/atomics than max_rd_atomic */
 		if (!conn_tx_room(c))
 			break;	/* the peer is not reading: the rest waits (conn_write resumes) */
+		if (run_may_start(qp, wqe)) {
+			unsigned int placed = place_run(qp, budget);
+
+			if (placed) {
+				budget -= placed;
+				continue;
+			}
+		}
 		if (k->has_payload && !gather_payload(qp, wqe, &g, &status)) {
 			finish_here(qp, wqe, status);
 			break;
-		}
-		if (alone_on_the_wire(qp, wqe) && direct_write(qp, wqe, g.iov, g.n)) {
-			put_gathered(&g);
-			qp->req.psn = wqe->psn;	/* never on the wire: the next request takes it */
-			finish_here(qp, wqe, IBV_WC_SUCCESS);
-			budget--;
-			continue;
 		}
 		if (b->nframes == TX_BATCH_FRAMES || b->niov + 2 + g.n > TX_BATCH_IOVS)
 			flush_batch(qp, b);

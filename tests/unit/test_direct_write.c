@@ -21,6 +21,7 @@
 #include "rc_fixture.h"
 
 #define LEN		4096
+#define DIRECT_LIST	16	/* WRITEs in the posting list of a run */
 
 static uint64_t direct_before;	/* same_host_direct_writes when the scene was set up */
 
@@ -155,9 +156,38 @@ static void test_reregistered_without_the_right_is_refused(void **state)
 	expect_refused(&s, LEN, 8, s.bmr->rkey);
 }
 
+/* A signaled RDMA WRITE of 8 bytes from A's offset a_off to B's offset b_off. */
+static struct ibv_send_wr write_wr(struct rc_scene *s, uint64_t wr_id, struct ibv_sge *sge,
+				   size_t a_off, size_t b_off, uint32_t rkey)
+{
+	struct ibv_send_wr wr;
+
+	*sge = rc_sge(s->a->p + a_off, 8, s->amr);
+	wr = rc_signaled_wr(wr_id, IBV_WR_RDMA_WRITE, sge, 1);
+	wr.wr.rdma.remote_addr = (uintptr_t)s->b->p + b_off;
+	wr.wr.rdma.rkey = rkey;
+	return wr;
+}
+
+/* Posts the n WRs of wr as one posting list, and expects their completions in order. */
+static void post_list_expect(struct rc_scene *s, struct ibv_send_wr *wr, int n,
+			     enum ibv_wc_status status)
+{
+	struct ibv_send_wr *bad;
+
+	for (int i = 0; i < n; i++)
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	assert_int_equal(ibv_post_send(s->env->a.qp, wr, &bad), 0);
+	for (int i = 0; i < n; i++)
+		rc_expect_wc(s->env->a.scq, wr[i].wr_id, i ? IBV_WC_SUCCESS : status, NULL);
+}
+
 /*
  * WRITEs placed directly between frames: the responder's expected PSN stays the next
- * frame's, so every SEND, READ and batched WRITE around them is taken, in order.
+ * frame's, so every SEND, READ and batched WRITE around them is taken, in order. Each
+ * round: a lone WRITE (placed); a posting list of two WRITEs and a SEND (the WRITEs placed
+ * as one run, the SEND numbered down by two); a READ with two WRITEs behind it (not first
+ * on the wire: all three go as frames, in one batch).
  */
 static void test_psns_stay_in_step(void **state)
 {
@@ -166,44 +196,142 @@ static void test_psns_stay_in_step(void **state)
 
 	scene_init(&s, state, RC_ACCESS_ALL);
 	for (int i = 0; i < 20; i++) {
-		struct ibv_sge ws = rc_sge(s.a->p + 8 * i, 8, s.amr);
-		struct ibv_sge ss = rc_sge(s.a->p + 8 * i, 8, s.amr);
+		struct ibv_sge ws, ss = rc_sge(s.a->p + 8 * i, 8, s.amr), sge[3];
 		struct ibv_sge rs = rc_sge(s.b->p + 2 * LEN + 8 * i, 8, s.bmr);
 		struct ibv_sge rd = rc_sge(s.a->p + LEN + 8 * i, 8, s.amr);
-		struct ibv_send_wr two[2], *bad;
-		struct ibv_sge tw[2];
+		struct ibv_send_wr lone = write_wr(&s, 1, &ws, 8 * i, 8 * i, s.bmr->rkey), wr[3];
 
-		assert_int_equal(rc_post_rdma(s.env->a.qp, 1, IBV_WR_RDMA_WRITE, &ws, 1,
-					      (uintptr_t)s.b->p + 8 * i, s.bmr->rkey), 0);
+		assert_int_equal(ibv_post_send(s.env->a.qp, &lone, &(struct ibv_send_wr *){ 0 }), 0);
 		rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
 		rc_post_recv(s.env->b.qp, 2, &rs, 1);
-		assert_int_equal(rc_post_rdma(s.env->a.qp, 3, IBV_WR_SEND, &ss, 1, 0, 0), 0);
-		rc_expect_wc(s.env->a.scq, 3, IBV_WC_SUCCESS, NULL);
+		for (int j = 0; j < 2; j++)
+			wr[j] = write_wr(&s, 5 + j, &sge[j], 8 * i, LEN + 16 * i + 8 * j, s.bmr->rkey);
+		wr[2] = rc_signaled_wr(3, IBV_WR_SEND, &ss, 1);
+		post_list_expect(&s, wr, 3, IBV_WC_SUCCESS);
 		rc_expect_wc(s.env->b.rcq, 2, IBV_WC_SUCCESS, &wc);
 		assert_int_equal(wc.byte_len, 8);
-		assert_int_equal(rc_post_rdma(s.env->a.qp, 4, IBV_WR_RDMA_READ, &rd, 1,
-					      (uintptr_t)s.b->p + 8 * i, s.bmr->rkey), 0);
-		rc_expect_wc(s.env->a.scq, 4, IBV_WC_SUCCESS, NULL);
-		/* Two WRITEs in one post: neither is alone, both go as frames. */
-		for (int j = 0; j < 2; j++) {
-			tw[j] = rc_sge(s.a->p + 8 * i, 8, s.amr);
-			two[j] = rc_signaled_wr(5 + j, IBV_WR_RDMA_WRITE, &tw[j], 1);
-			two[j].wr.rdma.remote_addr = (uintptr_t)s.b->p + LEN + 16 * i + 8 * j;
-			two[j].wr.rdma.rkey = s.bmr->rkey;
-			two[j].next = j ? NULL : &two[1];
-		}
-		assert_int_equal(ibv_post_send(s.env->a.qp, two, &bad), 0);
-		rc_expect_wc(s.env->a.scq, 5, IBV_WC_SUCCESS, NULL);
-		rc_expect_wc(s.env->a.scq, 6, IBV_WC_SUCCESS, NULL);
+		wr[0] = rc_signaled_wr(4, IBV_WR_RDMA_READ, &rd, 1);
+		wr[0].wr.rdma.remote_addr = (uintptr_t)s.b->p + 8 * i;
+		wr[0].wr.rdma.rkey = s.bmr->rkey;
+		for (int j = 1; j < 3; j++)
+			wr[j] = write_wr(&s, 6 + j, &sge[j], 8 * i, 2 * LEN + 1024 + 16 * i + 8 * j,
+					 s.bmr->rkey);
+		post_list_expect(&s, wr, 3, IBV_WC_SUCCESS);
 	}
-	rc_expect_bytes(s.b->p, s.a->p, 160, "the placed WRITEs");
+	rc_expect_bytes(s.b->p, s.a->p, 160, "the lone WRITEs");
 	rc_expect_bytes(s.b->p + 2 * LEN, s.a->p, 160, "the SENDs");
 	rc_expect_bytes(s.a->p + LEN, s.a->p, 160, "the READs of what was placed");
 	for (int i = 0; i < 20; i++) {
-		rc_expect_bytes(s.b->p + LEN + 16 * i, s.a->p + 8 * i, 8, "a batched WRITE");
+		rc_expect_bytes(s.b->p + LEN + 16 * i, s.a->p + 8 * i, 8, "a run's WRITE");
 		rc_expect_bytes(s.b->p + LEN + 16 * i + 8, s.a->p + 8 * i, 8, "its second");
+		rc_expect_bytes(s.b->p + 2 * LEN + 1024 + 16 * i + 8, s.a->p + 8 * i, 8,
+				"a WRITE behind a READ");
+		rc_expect_bytes(s.b->p + 2 * LEN + 1024 + 16 * i + 16, s.a->p + 8 * i, 8,
+				"its second");
 	}
-	expect_direct(20);
+	expect_direct(60);
+}
+
+/*
+ * A posting list of WRITEs, one run: placed together, each byte where its WR said (the
+ * ranges in order, some adjacent, one written twice: the later WR's bytes win), and
+ * nothing else of B touched.
+ */
+static void test_a_posting_list_is_placed_as_one_run(void **state)
+{
+	struct ibv_send_wr wr[DIRECT_LIST];
+	struct ibv_sge sge[DIRECT_LIST];
+	uint8_t want[3 * LEN];
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	memcpy(want, s.b->p, 3 * LEN);
+	for (int i = 0; i < DIRECT_LIST; i++) {
+		/* Pairs of adjacent ranges 64 bytes apart; the last WR rewrites the first range. */
+		size_t to = i == DIRECT_LIST - 1 ? 0 : (size_t)(i / 2) * 64 + (size_t)(i % 2) * 8;
+
+		wr[i] = write_wr(&s, 10 + i, &sge[i], 8 * i, LEN + to, s.bmr->rkey);
+		memcpy(want + LEN + to, s.a->p + 8 * i, 8);
+	}
+	post_list_expect(&s, wr, DIRECT_LIST, IBV_WC_SUCCESS);
+	rc_expect_bytes(s.b->p, want, 3 * LEN, "B after the run");
+	expect_direct(DIRECT_LIST);
+}
+
+/*
+ * A run ends at the first WRITE its target would refuse: those before it are placed, it
+ * gets the responder's remote access error, and what follows is flushed, exactly as for
+ * frames; B holds the placed bytes only.
+ */
+static void test_a_run_stops_at_a_refused_write(void **state)
+{
+	struct ibv_send_wr wr[4];
+	struct ibv_sge sge[4];
+	struct rc_scene s;
+	uint8_t want[3 * LEN];
+	struct ibv_send_wr *bad;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	memcpy(want, s.b->p, 3 * LEN);
+	for (int i = 0; i < 4; i++)
+		wr[i] = write_wr(&s, 20 + i, &sge[i], 8 * i, LEN + 8 * i,
+				 i == 2 ? s.bmr->rkey ^ 0x100 : s.bmr->rkey);
+	for (int i = 0; i < 4; i++)
+		wr[i].next = i < 3 ? &wr[i + 1] : NULL;
+	memcpy(want + LEN, s.a->p, 16);
+	assert_int_equal(ibv_post_send(s.env->a.qp, wr, &bad), 0);
+	rc_expect_wc(s.env->a.scq, 20, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(s.env->a.scq, 21, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(s.env->a.scq, 22, IBV_WC_REM_ACCESS_ERR, NULL);
+	rc_expect_wc(s.env->a.scq, 23, IBV_WC_WR_FLUSH_ERR, NULL);
+	rc_expect_bytes(s.b->p, want, 3 * LEN, "B");
+	expect_direct(2);
+}
+
+/* Two keys in one posting list: a run for each, every WRITE placed. */
+static void test_another_key_starts_another_run(void **state)
+{
+	struct ibv_send_wr wr[4];
+	struct ibv_sge sge[4];
+	struct ibv_mr *middle;
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	middle = middle_of_b(&s);
+	for (int i = 0; i < 4; i++)
+		wr[i] = write_wr(&s, 30 + i, &sge[i], 8 * i, LEN + 8 * i,
+				 i < 2 ? s.bmr->rkey : middle->rkey);
+	post_list_expect(&s, wr, 4, IBV_WC_SUCCESS);
+	rc_expect_bytes(s.b->p + LEN, s.a->p, 32, "the two runs' WRITEs");
+	expect_direct(4);
+}
+
+/*
+ * A bad local key ends a run where a frame would have met it: the WRITEs before it are
+ * placed, it completes with a local protection error, the rest is flushed.
+ */
+static void test_a_bad_local_key_ends_the_run(void **state)
+{
+	struct ibv_send_wr wr[3];
+	struct ibv_sge sge[3];
+	struct rc_scene s;
+	uint8_t want[3 * LEN];
+	struct ibv_send_wr *bad;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	memcpy(want, s.b->p, 3 * LEN);
+	memcpy(want + LEN, s.a->p, 8);
+	for (int i = 0; i < 3; i++)
+		wr[i] = write_wr(&s, 40 + i, &sge[i], 8 * i, LEN + 8 * i, s.bmr->rkey);
+	sge[1].lkey ^= 0x100;
+	for (int i = 0; i < 3; i++)
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+	assert_int_equal(ibv_post_send(s.env->a.qp, wr, &bad), 0);
+	rc_expect_wc(s.env->a.scq, 40, IBV_WC_SUCCESS, NULL);
+	rc_expect_wc(s.env->a.scq, 41, IBV_WC_LOC_PROT_ERR, NULL);
+	rc_expect_wc(s.env->a.scq, 42, IBV_WC_WR_FLUSH_ERR, NULL);
+	rc_expect_bytes(s.b->p, want, 3 * LEN, "B");
+	expect_direct(1);
 }
 
 /* Writes an ever-changing word into B's region until a WRITE fails. */
@@ -345,6 +473,10 @@ int main(void)
 		RC_TEST(region_of_another_pd_is_refused),
 		RC_TEST(reregistered_without_the_right_is_refused),
 		RC_TEST(psns_stay_in_step),
+		RC_TEST(a_posting_list_is_placed_as_one_run),
+		RC_TEST(a_run_stops_at_a_refused_write),
+		RC_TEST(another_key_starts_another_run),
+		RC_TEST(a_bad_local_key_ends_the_run),
 		RC_TEST(no_byte_lands_after_deregistration),
 		RC_TEST(deregistration_waits_for_the_placement_under_way),
 		RC_TEST(switched_off_writes_go_as_frames),
