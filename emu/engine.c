@@ -266,6 +266,7 @@ static int wait_timeout_ms(struct emu_engine *e)
 	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 }
 
+
 /*
  * The engine thread waits without progress, so that an application's empty ibv_poll_cq
  * may drive the engine meanwhile (emu/progress.c), and takes it to dispatch what is ready.
@@ -280,10 +281,12 @@ static void *engine_main(void *arg)
 
 		e->io->ops->flush(e->io);
 		engine_progress_release(e);
-		e->io->ops->wait(e->io, timeout_ms);
+		if (!engine_spins(e, engine_now_ns()))
+			e->io->ops->wait(e->io, timeout_ms);
 		engine_test_nap(e);
 		engine_progress_take(e);
-		e->io->ops->dispatch(e->io, true);
+		if (e->io->ops->dispatch(e->io, true))
+			engine_note_arrival(e, engine_now_ns());
 		run_calls(e);
 		engine_run_kicked(e);
 		engine_free_closed(e);
