@@ -73,6 +73,7 @@ static const struct published {
 	{ true, "rcv_buffer_drops", EMU_CNT_RCV_BUFFER_DROPS },
 	{ true, "same_host_payloads", EMU_CNT_SAME_HOST_PAYLOADS },
 	{ true, "same_host_direct_writes", EMU_CNT_DIRECT_WRITES },
+	{ true, "same_host_direct_reads", EMU_CNT_DIRECT_READS },
 };
 #define NPUBLISHED (sizeof(published) / sizeof(published[0]))
 

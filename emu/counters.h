@@ -41,7 +41,8 @@
 	X(QKEY_VIOLATIONS, "qkey_violations")	/* UD: wrong Q_Key */			\
 	X(RCV_BUFFER_DROPS, "rcv_buffer_drops")	/* UD socket overflow */		\
 	X(SAME_HOST_PAYLOADS, "same_host_payloads")	/* read from the peer */	\
-	X(DIRECT_WRITES, "same_host_direct_writes")	/* placed in the peer (direct.c) */
+	X(DIRECT_WRITES, "same_host_direct_writes")	/* placed in the peer (direct.c) */ \
+	X(DIRECT_READS, "same_host_direct_reads")	/* read from the peer (direct.c) */
 
 #define EMU_COUNTER_ENUM(id, name) EMU_CNT_##id,
 enum emu_counter { EMU_COUNTER_LIST(EMU_COUNTER_ENUM) EMU_CNT_MAX };

@@ -28,8 +28,10 @@ _Static_assert(sizeof(struct direct_key) == 40, "a key slot is 40 bytes");
 _Static_assert(offsetof(struct direct_page, placing) == 64, "the requester's half at 64");
 _Static_assert(sizeof(struct direct_page) <= DIRECT_PAGE_SIZE, "a page holds a stream's");
 
-/* A WRITE's headers as a NIC would send them (BTH, RETH): what the counters count. */
-#define DIRECT_WRITE_HDR	(12u + 16u)
+/* Headers as a NIC would send them, what the counters count: a WRITE's or a READ
+ * request's (BTH, RETH), a READ response's (BTH, AETH). */
+#define DIRECT_REQUEST_HDR	(12u + 16u)
+#define DIRECT_RESPONSE_HDR	(12u + 4u)
 
 /* Target: one stream whose requester may place, while its page is mapped here. */
 struct direct_served {
@@ -39,6 +41,7 @@ struct direct_served {
 	struct counter_block *counters;	/* the stream's QP's, until the stream closes (lock) */
 	bool retired;			/* the stream closed; freed once nothing is under way */
 	uint64_t folded, folded_words;	/* what direct_fold_counters() took already */
+	uint64_t folded_answered, folded_answered_words;
 };
 
 struct direct_keys {
@@ -151,6 +154,9 @@ static void fold_locked(struct direct_served *sv)
 {
 	uint64_t placed = atomic_load_explicit(&sv->page->placed, memory_order_relaxed);
 	uint64_t words = atomic_load_explicit(&sv->page->placed_words, memory_order_relaxed);
+	uint64_t answered = atomic_load_explicit(&sv->page->answered, memory_order_relaxed);
+	uint64_t answered_words = atomic_load_explicit(&sv->page->answered_words,
+						       memory_order_relaxed);
 
 	/* What a requester reports is what it says it placed: counters, never memory. The
 	 * QP's own block while it has the stream (softrdma counters --qp), then the process's. */
@@ -158,8 +164,12 @@ static void fold_locked(struct direct_served *sv)
 
 	qp_counter_add(b, EMU_CNT_RCV_PACKETS, placed - sv->folded);
 	qp_counter_add(b, EMU_CNT_RCV_DATA, words - sv->folded_words);
+	qp_counter_add(b, EMU_CNT_XMIT_PACKETS, answered - sv->folded_answered);
+	qp_counter_add(b, EMU_CNT_XMIT_DATA, answered_words - sv->folded_answered_words);
 	sv->folded = placed;
 	sv->folded_words = words;
+	sv->folded_answered = answered;
+	sv->folded_answered_words = answered_words;
 }
 
 void direct_keys_destroy(struct direct_keys *d)
@@ -179,12 +189,12 @@ void direct_keys_destroy(struct direct_keys *d)
 	free(d);
 }
 
-/* A slot's fields: mr's if it takes placements, else nothing at all (mr NULL: retracted). */
+/* A slot's fields: mr's if it takes WRITEs or READs, else nothing (mr NULL: retracted). */
 static void store_key(struct direct_key *k, const struct mem_region *mr)
 {
 	/* An ODP region faults its pages in on access (odp.c): the frame path does that. */
 	bool placeable = mr && mr->kind == MEM_KIND_REGION &&
-			 (mr->access & IBV_ACCESS_REMOTE_WRITE) &&
+			 (mr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) &&
 			 !(mr->access & IBV_ACCESS_ON_DEMAND);
 
 	atomic_store_explicit(&k->key, placeable ? mr->rkey : 0, memory_order_release);
@@ -468,7 +478,7 @@ struct placement {
 };
 
 static bool target_allows(const struct direct_target *t, const struct send_wqe *wqe,
-			  struct placement *p)
+			  int right, struct placement *p)
 {
 	const struct direct_page *page = t->page;
 	const struct direct_key *k;
@@ -498,8 +508,8 @@ static bool target_allows(const struct direct_target *t, const struct send_wqe *
 	    atomic_load_explicit(&k->seq, memory_order_relaxed) != p->key_seq)
 		return false;	/* changing as we read */
 	/* mr_check_remote_access()'s rules: the QP's right, the key, its PD and right, range. */
-	if (!open || !(qp_access & IBV_ACCESS_REMOTE_WRITE) || !key || key != rkey || kpd != pd ||
-	    !(access & IBV_ACCESS_REMOTE_WRITE) || va < iova || va - iova > length ||
+	if (!open || !(qp_access & right) || !key || key != rkey || kpd != pd ||
+	    !(access & right) || va < iova || va - iova > length ||
 	    len > length - (va - iova))
 		return false;
 	p->host = host + (va - iova);
@@ -515,6 +525,8 @@ static bool target_allows(const struct direct_target *t, const struct send_wqe *
 static unsigned int run_ranges(const struct direct_target *t, const struct direct_run *run,
 			       struct placement *first, struct iovec *remote, unsigned int *nremote)
 {
+	enum ibv_wr_opcode op = run->wqe[0]->wr.opcode;
+	int right = op == IBV_WR_RDMA_READ ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE;
 	unsigned int n;
 
 	*nremote = 0;
@@ -523,8 +535,8 @@ static unsigned int run_ranges(const struct direct_target *t, const struct direc
 		struct placement p;
 		struct iovec *last = *nremote ? &remote[*nremote - 1] : NULL;
 
-		if (wqe->wr.opcode != IBV_WR_RDMA_WRITE || !wqe->length ||
-		    *nremote == DIRECT_RUN_IOVS || !target_allows(t, wqe, &p))
+		if ((op != IBV_WR_RDMA_WRITE && op != IBV_WR_RDMA_READ) || wqe->wr.opcode != op ||
+		    !wqe->length || *nremote == DIRECT_RUN_IOVS || !target_allows(t, wqe, right, &p))
 			break;
 		if (!n)
 			*first = p;
@@ -539,19 +551,21 @@ static unsigned int run_ranges(const struct direct_target *t, const struct direc
 	return n;
 }
 
-unsigned int direct_write_run(struct emu_qp *qp, const struct direct_run *run)
+unsigned int direct_place_run(struct emu_qp *qp, const struct direct_run *run)
 {
 	struct conn *c = qp->streams.req;
 	struct direct_target *t = c ? c->direct : NULL;
 	struct iovec remote[DIRECT_RUN_IOVS];
 	unsigned int n, nremote, placed;
 	struct placement first = { 0 };
-	uint64_t tag, whole = 0, words = 0;
-	ssize_t written;
+	uint64_t tag, whole = 0, words = 0, answered_words = 0;
+	bool read;
+	ssize_t done;
 
-	if (!t || qp->faults || atomic_load_explicit(&pcap_active, memory_order_relaxed) ||
+	if (!t || !run->n || qp->faults || atomic_load_explicit(&pcap_active, memory_order_relaxed) ||
 	    !(n = run_ranges(t, run, &first, remote, &nremote)))
 		return 0;
+	read = run->wqe[0]->wr.opcode == IBV_WR_RDMA_READ;
 	/* Announced, then the key and the stream checked again (the target's retraction and
 	 * close store, then look at the announcement, the other way round). */
 	tag = (uint64_t)(first.slot + 1) << 32 | first.key_seq;
@@ -567,25 +581,37 @@ unsigned int direct_write_run(struct emu_qp *qp, const struct direct_run *run)
 
 		nanosleep(&ts, NULL);	/* tests: a deregistration meets a placement under way */
 	}
-	written = process_vm_writev(t->target.pid, run->iov, run->iov_end[n - 1], remote, nremote,
-				    0);
+	done = read ? process_vm_readv(t->target.pid, run->iov, run->iov_end[n - 1], remote,
+				       nremote, 0) :
+		      process_vm_writev(t->target.pid, run->iov, run->iov_end[n - 1], remote,
+					nremote, 0);
 	atomic_store_explicit(&t->page->placing, 0, memory_order_release);
 	/*
-	 * Whole WQEs only: one the write stopped in (a page the target unmapped under its
+	 * Whole WQEs only: one the copy stopped in (a page the target unmapped under its
 	 * registration) goes as a frame, and the frame path says what a responder says then.
-	 * What was written of it lies in the registered range.
+	 * What was written of it lies in the registered range (a WRITE's in the target's, a
+	 * READ's in our own region).
 	 */
-	for (placed = 0; placed < n && written > 0; placed++) {
+	for (placed = 0; placed < n && done > 0; placed++) {
 		uint64_t len = run->wqe[placed]->length;
 
-		if ((uint64_t)written - whole < len)
+		if ((uint64_t)done - whole < len)
 			break;
 		whole += len;
-		words += counter_packet_words(DIRECT_WRITE_HDR, len);
-		counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, DIRECT_WRITE_HDR, len);
+		words += counter_packet_words(DIRECT_REQUEST_HDR, read ? 0 : len);
+		counter_packet(&qp->counters, EMU_CNT_XMIT_DATA, DIRECT_REQUEST_HDR, read ? 0 : len);
+		if (read) {
+			answered_words += counter_packet_words(DIRECT_RESPONSE_HDR, len);
+			counter_packet(&qp->counters, EMU_CNT_RCV_DATA, DIRECT_RESPONSE_HDR, len);
+		}
 	}
-	qp_counter_add(&qp->counters, EMU_CNT_DIRECT_WRITES, placed);
+	qp_counter_add(&qp->counters, read ? EMU_CNT_DIRECT_READS : EMU_CNT_DIRECT_WRITES, placed);
 	atomic_fetch_add_explicit(&t->page->placed, placed, memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->page->placed_words, words, memory_order_relaxed);
+	if (read) {
+		atomic_fetch_add_explicit(&t->page->answered, placed, memory_order_relaxed);
+		atomic_fetch_add_explicit(&t->page->answered_words, answered_words,
+					  memory_order_relaxed);
+	}
 	return placed;
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Direct placement: RDMA WRITEs that a same-host requester places in its target's memory
- * itself, with process_vm_writev(2) (one call for a run of them posted together under one
- * key), after the checks the target's responder would make.
+ * itself, with process_vm_writev(2), and RDMA READs it reads from there with
+ * process_vm_readv(2) (one call for a run of them posted together under one key), after
+ * the checks the target's responder would make.
  * No frame crosses the stream and no thread of the target runs: a NIC's responder places a
- * WRITE without its host's CPU, and so does this one (docs/architecture.md, "Direct
+ * WRITE and answers a READ without its host's CPU, and so does this one (docs/architecture.md, "Direct
  * placement"; docs/security.md says why it widens no peer's reach).
  *
  * The target publishes, in two memfds it hands to the requester over the kernel-verified
@@ -69,8 +70,10 @@ struct direct_page {
 	_Atomic uint64_t probe_addr;	/* WIRE_PROBE in the target (can the requester write?) */
 	uint8_t pad1[64 - 32];
 	_Atomic uint64_t placing;	/* (slot + 1) << 32 | the key's seq; 0: nothing under way */
-	_Atomic uint64_t placed;	/* WRITEs placed: the target counts them as received */
+	_Atomic uint64_t placed;	/* WRITEs placed, READs done: the target counts them as received */
 	_Atomic uint64_t placed_words;	/* their 4-octet words (emu/counters.h) */
+	_Atomic uint64_t answered;	/* READs done: the target counts their responses as sent */
+	_Atomic uint64_t answered_words;
 };
 
 struct direct_keys;	/* target: the published key table and the streams it serves */
@@ -107,9 +110,11 @@ void direct_fold_counters(struct direct_keys *d);
 void direct_attach(struct conn *c, pid_t pid, const int fds[2]);
 void direct_detach(struct conn *c);	/* c closes; qp->lock held */
 /*
- * A run of RDMA WRITEs for one placement: consecutive WQEs of one send queue, the first
- * alone on the wire, each with its payload already gathered (local keys checked): wqe[i]'s
- * pieces are iov[iov_end[i - 1]] up to iov[iov_end[i]] (from iov[0] for the first).
+ * A run for one placement: consecutive WQEs of one send queue, all RDMA WRITEs or all RDMA
+ * READs, the first on the wire, each with its local buffers already gathered (local keys
+ * checked: a READ's for LOCAL_WRITE): wqe[i]'s pieces are iov[iov_end[i - 1]] up to
+ * iov[iov_end[i]] (from iov[0] for the first). A WRITE's are its payload, a READ's where
+ * the data goes.
  */
 #define DIRECT_RUN_MAX		64	/* WQEs: what one post, or one posting list, places */
 #define DIRECT_RUN_IOVS		128	/* their pieces, and the target ranges written */
@@ -123,10 +128,10 @@ struct direct_run {
 };
 
 /*
- * Requester, qp->lock held: places the longest prefix of run whose WRITEs every check
- * passes under one key, with one process_vm_writev; returns how many WQEs, from the
- * first, were placed whole (0: send them all as frames).
+ * Requester, qp->lock held: does the longest prefix of run that every check passes under
+ * one key with one process_vm_writev (WRITEs) or process_vm_readv (READs); returns how many
+ * WQEs, from the first, were done whole (0: send them all as frames).
  */
-unsigned int direct_write_run(struct emu_qp *qp, const struct direct_run *run);
+unsigned int direct_place_run(struct emu_qp *qp, const struct direct_run *run);
 
 #endif

@@ -172,9 +172,13 @@ static void put_gathered(struct gathered *g)
 			mr_put(g->refs[g->n]);
 }
 
-/* The payload of wqe, each SGE's lkey checked; false (and *status) on a bad one. */
-static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct gathered *g,
-			   enum ibv_wc_status *status)
+/*
+ * The local buffers of wqe, each SGE's lkey checked for the needed right (0: the payload
+ * read from there; IBV_ACCESS_LOCAL_WRITE: where a READ's data goes); false (and *status)
+ * on a bad one.
+ */
+static bool gather_local(struct emu_qp *qp, struct send_wqe *wqe, int needed,
+			 struct gathered *g, enum ibv_wc_status *status)
 {
 	g->n = 0;
 	if (wqe->wr.send_flags & IBV_SEND_INLINE) {
@@ -193,8 +197,8 @@ static bool gather_payload(struct emu_qp *qp, struct send_wqe *wqe, struct gathe
 
 		if (!sge->length)
 			continue;
-		r = mr_check_local_access(qp->engine->mem, sge->lkey, qp->pd_handle, 0, sge->addr,
-					  sge->length, &g->refs[g->n], &host);
+		r = mr_check_local_access(qp->engine->mem, sge->lkey, qp->pd_handle, needed,
+					  sge->addr, sge->length, &g->refs[g->n], &host);
 		if (r != MEM_ACCESS_OK) {
 			put_gathered(g);
 			*status = mem_access_local_wc_status(r);
@@ -271,31 +275,37 @@ static bool by_reference(const struct emu_qp *qp, const struct send_wqe *wqe,
 }
 
 /*
- * Direct placement (emu/direct.h) is for WRITEs first on the wire: everything before them
- * answered, so done by the target, whose responder they then bypass without reordering
- * anything. Not after a loss: a rewound send queue numbers requests the responder may have
- * seen, and a request that left once may have been executed there.
+ * Direct placement (emu/direct.h) is for WRITEs and READs first on the wire: everything
+ * before them answered, so done by the target, whose responder they then bypass without
+ * reordering anything. Not after a loss: a rewound send queue numbers requests the
+ * responder may have seen, and a request that left once may have been executed there.
  */
 static bool run_may_start(const struct emu_qp *qp, const struct send_wqe *wqe)
 {
 	return qp->type == IBV_QPT_RC && qp->streams.req->direct &&
-	       wqe->wr.opcode == IBV_WR_RDMA_WRITE && qp->comp.tail == qp->req.next &&
-	       !qp->comp.lost;
+	       (wqe->wr.opcode == IBV_WR_RDMA_WRITE || wqe->wr.opcode == IBV_WR_RDMA_READ) &&
+	       qp->comp.tail == qp->req.next && !qp->comp.lost;
 }
 
 /*
- * Places the WRITEs at the head of what is still to go with one system call (a posting
- * list of them is one run), and completes them. They never were on the wire, so they give
- * their PSNs back: what was posted after them, never sent, is numbered down by as many,
- * and the responder's expected PSN stays the next frame's. Returns how many were placed;
- * the first that was not (a refusal, another key, a bad local key) goes as a frame.
+ * Places the WRITEs (or does the READs) at the head of what is still to go with one system
+ * call (a posting list of them is one run), and completes them. They never were on the
+ * wire, so they give their PSNs back: what was posted after them, never sent, is numbered
+ * down by as many, and the responder's expected PSN stays the next frame's. Returns how
+ * many were done; the first that was not (a refusal, another key or opcode, a bad local
+ * key) goes as a frame. READs: no more at once than max_rd_atomic, as on the wire.
  */
 static unsigned int place_run(struct emu_qp *qp, unsigned int budget)
 {
+	enum ibv_wr_opcode op = qp->sq.wqe[qp->req.next % qp->cap.max_send_wr].wr.opcode;
+	int needed = op == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
 	struct mem_region *refs[DIRECT_RUN_IOVS];
 	struct direct_run run = { .n = 0, .niov = 0 };
 	unsigned int nrefs = 0, placed;
 	uint32_t j;
+
+	if (op == IBV_WR_RDMA_READ && qp->attr.max_rd_atomic < budget)
+		budget = qp->attr.max_rd_atomic;
 
 	for (j = qp->req.next; j != qp->sq.head; j++)
 		if (qp->sq.wqe[j % qp->cap.max_send_wr].was_sent)
@@ -305,9 +315,9 @@ static unsigned int place_run(struct emu_qp *qp, unsigned int budget)
 		enum ibv_wc_status status;
 		struct gathered g;
 
-		if (wqe->wr.opcode != IBV_WR_RDMA_WRITE || !wqe->length ||
+		if (wqe->wr.opcode != op || !wqe->length ||
 		    run.niov + (unsigned int)wqe->wr.num_sge > DIRECT_RUN_IOVS ||
-		    !gather_payload(qp, wqe, &g, &status))
+		    !gather_local(qp, wqe, needed, &g, &status))
 			break;	/* a bad local key: the frame path completes it with status */
 		for (int i = 0; i < g.n; i++) {
 			run.iov[run.niov++] = g.iov[i];
@@ -316,7 +326,7 @@ static unsigned int place_run(struct emu_qp *qp, unsigned int budget)
 		run.wqe[run.n] = wqe;
 		run.iov_end[run.n++] = run.niov;
 	}
-	placed = run.n ? direct_write_run(qp, &run) : 0;
+	placed = run.n ? direct_place_run(qp, &run) : 0;
 	while (nrefs)
 		if (refs[--nrefs])
 			mr_put(refs[nrefs]);
@@ -416,7 +426,7 @@ static void requester_fill(struct emu_qp *qp, struct tx_batch *b, unsigned int b
 				continue;
 			}
 		}
-		if (k->has_payload && !gather_payload(qp, wqe, &g, &status)) {
+		if (k->has_payload && !gather_local(qp, wqe, 0, &g, &status)) {
 			finish_here(qp, wqe, status);
 			break;
 		}

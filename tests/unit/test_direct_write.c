@@ -24,12 +24,14 @@
 #define DIRECT_LIST	16	/* WRITEs in the posting list of a run */
 
 static uint64_t direct_before;	/* same_host_direct_writes when the scene was set up */
+static uint64_t direct_reads_before;	/* same_host_direct_reads, likewise */
 
 static void scene_init_with(struct rc_scene *s, void **state, int b_access,
 			    const struct rc_qp_opts *ob)
 {
 	rc_scene_init(s, state, LEN, b_access, ob);
 	direct_before = rc_port_counter("same_host_direct_writes");
+	direct_reads_before = rc_port_counter("same_host_direct_reads");
 }
 
 static void scene_init(struct rc_scene *s, void **state, int b_access)
@@ -40,6 +42,11 @@ static void scene_init(struct rc_scene *s, void **state, int b_access)
 static void expect_direct(uint64_t n)
 {
 	assert_int_equal(rc_port_counter("same_host_direct_writes") - direct_before, n);
+}
+
+static void expect_direct_reads(uint64_t n)
+{
+	assert_int_equal(rc_port_counter("same_host_direct_reads") - direct_reads_before, n);
 }
 
 /* A refused WRITE: the responder's status, B as it was, and no placement. */
@@ -186,8 +193,8 @@ static void post_list_expect(struct rc_scene *s, struct ibv_send_wr *wr, int n,
  * WRITEs placed directly between frames: the responder's expected PSN stays the next
  * frame's, so every SEND, READ and batched WRITE around them is taken, in order. Each
  * round: a lone WRITE (placed); a posting list of two WRITEs and a SEND (the WRITEs placed
- * as one run, the SEND numbered down by two); a READ with two WRITEs behind it (not first
- * on the wire: all three go as frames, in one batch).
+ * as one run, the SEND numbered down by two); a READ, a SEND and two WRITEs (the READ done
+ * directly, the rest not first on the wire once the SEND is: frames, in one batch).
  */
 static void test_psns_stay_in_step(void **state)
 {
@@ -196,10 +203,11 @@ static void test_psns_stay_in_step(void **state)
 
 	scene_init(&s, state, RC_ACCESS_ALL);
 	for (int i = 0; i < 20; i++) {
-		struct ibv_sge ws, ss = rc_sge(s.a->p + 8 * i, 8, s.amr), sge[3];
+		struct ibv_sge ws, ss = rc_sge(s.a->p + 8 * i, 8, s.amr), sge[4];
 		struct ibv_sge rs = rc_sge(s.b->p + 2 * LEN + 8 * i, 8, s.bmr);
+		struct ibv_sge rs2 = rc_sge(s.b->p + 2 * LEN + 512 + 8 * i, 8, s.bmr);
 		struct ibv_sge rd = rc_sge(s.a->p + LEN + 8 * i, 8, s.amr);
-		struct ibv_send_wr lone = write_wr(&s, 1, &ws, 8 * i, 8 * i, s.bmr->rkey), wr[3];
+		struct ibv_send_wr lone = write_wr(&s, 1, &ws, 8 * i, 8 * i, s.bmr->rkey), wr[4];
 
 		assert_int_equal(ibv_post_send(s.env->a.qp, &lone, &(struct ibv_send_wr *){ 0 }), 0);
 		rc_expect_wc(s.env->a.scq, 1, IBV_WC_SUCCESS, NULL);
@@ -210,26 +218,31 @@ static void test_psns_stay_in_step(void **state)
 		post_list_expect(&s, wr, 3, IBV_WC_SUCCESS);
 		rc_expect_wc(s.env->b.rcq, 2, IBV_WC_SUCCESS, &wc);
 		assert_int_equal(wc.byte_len, 8);
+		rc_post_recv(s.env->b.qp, 9, &rs2, 1);
 		wr[0] = rc_signaled_wr(4, IBV_WR_RDMA_READ, &rd, 1);
 		wr[0].wr.rdma.remote_addr = (uintptr_t)s.b->p + 8 * i;
 		wr[0].wr.rdma.rkey = s.bmr->rkey;
-		for (int j = 1; j < 3; j++)
+		wr[1] = rc_signaled_wr(10, IBV_WR_SEND, &ss, 1);
+		for (int j = 2; j < 4; j++)
 			wr[j] = write_wr(&s, 6 + j, &sge[j], 8 * i, 2 * LEN + 1024 + 16 * i + 8 * j,
 					 s.bmr->rkey);
-		post_list_expect(&s, wr, 3, IBV_WC_SUCCESS);
+		post_list_expect(&s, wr, 4, IBV_WC_SUCCESS);
+		rc_expect_wc(s.env->b.rcq, 9, IBV_WC_SUCCESS, &wc);
 	}
 	rc_expect_bytes(s.b->p, s.a->p, 160, "the lone WRITEs");
 	rc_expect_bytes(s.b->p + 2 * LEN, s.a->p, 160, "the SENDs");
+	rc_expect_bytes(s.b->p + 2 * LEN + 512, s.a->p, 160, "the SENDs behind READs");
 	rc_expect_bytes(s.a->p + LEN, s.a->p, 160, "the READs of what was placed");
 	for (int i = 0; i < 20; i++) {
 		rc_expect_bytes(s.b->p + LEN + 16 * i, s.a->p + 8 * i, 8, "a run's WRITE");
 		rc_expect_bytes(s.b->p + LEN + 16 * i + 8, s.a->p + 8 * i, 8, "its second");
-		rc_expect_bytes(s.b->p + 2 * LEN + 1024 + 16 * i + 8, s.a->p + 8 * i, 8,
-				"a WRITE behind a READ");
 		rc_expect_bytes(s.b->p + 2 * LEN + 1024 + 16 * i + 16, s.a->p + 8 * i, 8,
+				"a WRITE behind a SEND");
+		rc_expect_bytes(s.b->p + 2 * LEN + 1024 + 16 * i + 24, s.a->p + 8 * i, 8,
 				"its second");
 	}
 	expect_direct(60);
+	expect_direct_reads(20);
 }
 
 /*
@@ -334,6 +347,131 @@ static void test_a_bad_local_key_ends_the_run(void **state)
 	expect_direct(1);
 }
 
+/* A signaled RDMA READ of len bytes from B's offset b_off into mr at A's offset a_off. */
+static struct ibv_send_wr read_wr(struct rc_scene *s, uint64_t wr_id, struct ibv_sge *sge,
+				  struct ibv_mr *mr, size_t a_off, size_t b_off, uint32_t len,
+				  uint32_t rkey)
+{
+	struct ibv_send_wr wr;
+
+	*sge = rc_sge(s->a->p + a_off, len, mr);
+	wr = rc_signaled_wr(wr_id, IBV_WR_RDMA_READ, sge, 1);
+	wr.wr.rdma.remote_addr = (uintptr_t)s->b->p + b_off;
+	wr.wr.rdma.rkey = rkey;
+	return wr;
+}
+
+/* One READ of B's middle third into A's, posted alone; its completion's status. */
+static void expect_read(struct rc_scene *s, struct ibv_mr *local, uint64_t b_off, uint32_t len,
+			uint32_t rkey, enum ibv_wc_status status)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = read_wr(s, 50, &sge, local, LEN, b_off, len, rkey), *bad;
+
+	assert_int_equal(ibv_post_send(s->env->a.qp, &wr, &bad), 0);
+	rc_expect_wc(s->env->a.scq, 50, status, NULL);
+}
+
+/* A READ refused by the target's rules: the responder's status, A as it was, none done. */
+static void expect_read_refused(struct rc_scene *s, uint64_t b_off, uint32_t rkey,
+				enum ibv_wc_status status)
+{
+	expect_read(s, s->amr, b_off, 8, rkey, status);
+	rc_expect_pattern(s->a->p, 3 * LEN, s->a_seed, "A's memory");
+	expect_direct_reads(0);
+}
+
+/* A lone READ is done by the requester: exactly B's range, into exactly A's. */
+static void test_lone_read_is_done_directly(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	expect_read(&s, s.amr, LEN + 16, LEN - 32, s.bmr->rkey, IBV_WC_SUCCESS);
+	rc_expect_pattern(s.a->p, LEN, s.a_seed, "A before the READ's range");
+	rc_expect_bytes(s.a->p + LEN, s.b->p + LEN + 16, LEN - 32, "the READ's range");
+	rc_expect_pattern_range(s.a->p, 2 * LEN - 32, 3 * LEN, s.a_seed, "A after it");
+	rc_scene_expect_b_untouched(&s);
+	expect_direct_reads(1);
+	expect_direct(0);
+}
+
+static void test_read_with_a_wrong_key_is_refused(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	expect_read_refused(&s, LEN, s.bmr->rkey ^ 0x100, IBV_WC_REM_ACCESS_ERR);
+}
+
+static void test_read_one_byte_past_the_region_is_refused(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	expect_read_refused(&s, 2 * LEN - 7, middle_of_b(&s)->rkey, IBV_WC_REM_ACCESS_ERR);
+}
+
+/* A region that takes WRITEs but not READs: published, and still refused for a READ. */
+static void test_region_without_remote_read_is_refused(void **state)
+{
+	struct rc_scene s;
+
+	scene_init(&s, state, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	expect_read_refused(&s, LEN, s.bmr->rkey, IBV_WC_REM_ACCESS_ERR);
+}
+
+static void test_read_of_a_region_of_another_pd_is_refused(void **state)
+{
+	struct rc_scene s;
+	struct ibv_mr *other;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	other = rc_reg(s.env, s.env->pd2, s.b->p, 3 * LEN, RC_ACCESS_ALL);
+	expect_read_refused(&s, LEN, other->rkey, IBV_WC_REM_ACCESS_ERR);
+}
+
+static void test_qp_without_remote_read_is_refused(void **state)
+{
+	struct rc_qp_opts ob;
+	struct rc_scene s;
+
+	rc_default_opts(&ob);
+	ob.access = IBV_ACCESS_REMOTE_WRITE;
+	scene_init_with(&s, state, RC_ACCESS_ALL, &ob);
+	expect_read_refused(&s, LEN, s.bmr->rkey, IBV_WC_REM_INV_REQ_ERR);
+}
+
+/* Where the data would go must take local writes: a local protection error, as a frame. */
+static void test_read_into_a_region_without_local_write_fails_locally(void **state)
+{
+	struct rc_scene s;
+	struct ibv_mr *read_only;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	read_only = rc_reg(s.env, s.env->pd, s.a->p + LEN, LEN, 0);
+	expect_read(&s, read_only, LEN, 8, s.bmr->rkey, IBV_WC_LOC_PROT_ERR);
+	rc_expect_pattern(s.a->p, 3 * LEN, s.a_seed, "A's memory");
+	expect_direct_reads(0);
+}
+
+/* Six READs in one posting list: done in runs of at most max_rd_atomic (4), every one. */
+static void test_a_posting_list_of_reads_is_done_in_runs(void **state)
+{
+	struct ibv_send_wr wr[6];
+	struct ibv_sge sge[6];
+	struct rc_scene s;
+
+	scene_init(&s, state, RC_ACCESS_ALL);
+	for (int i = 0; i < 6; i++)
+		wr[i] = read_wr(&s, 60 + i, &sge[i], s.amr, LEN + 64 * i, 2 * LEN - 8 * i, 8,
+				s.bmr->rkey);
+	post_list_expect(&s, wr, 6, IBV_WC_SUCCESS);
+	for (int i = 0; i < 6; i++)
+		rc_expect_bytes(s.a->p + LEN + 64 * i, s.b->p + 2 * LEN - 8 * i, 8, "a READ's data");
+	expect_direct_reads(6);
+}
+
 /* Writes an ever-changing word into B's region until a WRITE fails. */
 struct writer {
 	struct rc_scene *s;
@@ -414,6 +552,27 @@ static void *write_once(void *arg)
 	return NULL;
 }
 
+/* One READ of B's middle third's first word into A's; its status in w->failed_status. */
+static void *read_once(void *arg)
+{
+	struct writer *w = arg;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	int got = 0;
+
+	w->failed_status = UINT64_MAX;
+	wr = read_wr(w->s, 1, &sge, w->s->amr, LEN, LEN, 8, w->rkey);
+	if (ibv_post_send(w->s->env->a.qp, &wr, &bad))
+		return NULL;
+	for (uint64_t until = rc_now_ms() + RC_WAIT_MS;
+	     !(got = ibv_poll_cq(w->s->env->a.scq, 1, &wc)) && rc_now_ms() < until;)
+		;
+	if (got == 1)
+		w->failed_status = wc.status;
+	return NULL;
+}
+
 /*
  * The race made certain: the placement naps 300 ms once announced (a test hook), and the
  * region is deregistered 100 ms into the nap. ibv_dereg_mr() waits for the placement:
@@ -448,6 +607,34 @@ static void test_deregistration_waits_for_the_placement_under_way(void **state)
 	expect_direct(1);
 }
 
+/*
+ * A READ naps once announced; B's region is deregistered 100 ms into the nap: the
+ * deregistration waits for it, and the READ read the region while it was registered.
+ */
+static void test_deregistration_waits_for_the_read_under_way(void **state)
+{
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	struct writer w = { 0 };
+	struct rc_scene s;
+	pthread_t t;
+	uint64_t t0;
+
+	setenv("SOFTRDMA_TEST_DIRECT_NAP_MS", "300", 1);
+	scene_init(&s, state, RC_ACCESS_ALL);
+	unsetenv("SOFTRDMA_TEST_DIRECT_NAP_MS");
+	w.s = &s;
+	w.rkey = s.bmr->rkey;
+	assert_int_equal(pthread_create(&t, NULL, read_once, &w), 0);
+	nanosleep(&ts, NULL);
+	t0 = rc_now_ms();
+	rc_dereg(s.env, s.bmr);
+	assert_true(rc_now_ms() - t0 >= 100);	/* it waited for the nap */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w.failed_status, IBV_WC_SUCCESS);
+	rc_expect_bytes(s.a->p + LEN, s.b->p + LEN, 8, "what the READ read");
+	expect_direct_reads(1);
+}
+
 /* SOFTRDMA_DIRECT_WRITE=0: the same WRITE, as a frame. */
 static void test_switched_off_writes_go_as_frames(void **state)
 {
@@ -477,6 +664,15 @@ int main(void)
 		RC_TEST(a_run_stops_at_a_refused_write),
 		RC_TEST(another_key_starts_another_run),
 		RC_TEST(a_bad_local_key_ends_the_run),
+		RC_TEST(lone_read_is_done_directly),
+		RC_TEST(read_with_a_wrong_key_is_refused),
+		RC_TEST(read_one_byte_past_the_region_is_refused),
+		RC_TEST(region_without_remote_read_is_refused),
+		RC_TEST(read_of_a_region_of_another_pd_is_refused),
+		RC_TEST(qp_without_remote_read_is_refused),
+		RC_TEST(read_into_a_region_without_local_write_fails_locally),
+		RC_TEST(a_posting_list_of_reads_is_done_in_runs),
+		RC_TEST(deregistration_waits_for_the_read_under_way),
 		RC_TEST(no_byte_lands_after_deregistration),
 		RC_TEST(deregistration_waits_for_the_placement_under_way),
 		RC_TEST(switched_off_writes_go_as_frames),
