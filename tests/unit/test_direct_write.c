@@ -176,9 +176,10 @@ static struct ibv_send_wr write_wr(struct rc_scene *s, uint64_t wr_id, struct ib
 	return wr;
 }
 
-/* Posts the n WRs of wr as one posting list, and expects their completions in order. */
+/* Posts the n WRs of wr as one posting list, and expects their completions in order:
+ * status[i] for wr[i], or all successful (status NULL). */
 static void post_list_expect(struct rc_scene *s, struct ibv_send_wr *wr, int n,
-			     enum ibv_wc_status status)
+			     const enum ibv_wc_status *status)
 {
 	struct ibv_send_wr *bad;
 
@@ -186,7 +187,7 @@ static void post_list_expect(struct rc_scene *s, struct ibv_send_wr *wr, int n,
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	assert_int_equal(ibv_post_send(s->env->a.qp, wr, &bad), 0);
 	for (int i = 0; i < n; i++)
-		rc_expect_wc(s->env->a.scq, wr[i].wr_id, i ? IBV_WC_SUCCESS : status, NULL);
+		rc_expect_wc(s->env->a.scq, wr[i].wr_id, status ? status[i] : IBV_WC_SUCCESS, NULL);
 }
 
 /*
@@ -215,7 +216,7 @@ static void test_psns_stay_in_step(void **state)
 		for (int j = 0; j < 2; j++)
 			wr[j] = write_wr(&s, 5 + j, &sge[j], 8 * i, LEN + 16 * i + 8 * j, s.bmr->rkey);
 		wr[2] = rc_signaled_wr(3, IBV_WR_SEND, &ss, 1);
-		post_list_expect(&s, wr, 3, IBV_WC_SUCCESS);
+		post_list_expect(&s, wr, 3, NULL);
 		rc_expect_wc(s.env->b.rcq, 2, IBV_WC_SUCCESS, &wc);
 		assert_int_equal(wc.byte_len, 8);
 		rc_post_recv(s.env->b.qp, 9, &rs2, 1);
@@ -226,7 +227,7 @@ static void test_psns_stay_in_step(void **state)
 		for (int j = 2; j < 4; j++)
 			wr[j] = write_wr(&s, 6 + j, &sge[j], 8 * i, 2 * LEN + 1024 + 16 * i + 8 * j,
 					 s.bmr->rkey);
-		post_list_expect(&s, wr, 4, IBV_WC_SUCCESS);
+		post_list_expect(&s, wr, 4, NULL);
 		rc_expect_wc(s.env->b.rcq, 9, IBV_WC_SUCCESS, &wc);
 	}
 	rc_expect_bytes(s.b->p, s.a->p, 160, "the lone WRITEs");
@@ -266,7 +267,7 @@ static void test_a_posting_list_is_placed_as_one_run(void **state)
 		wr[i] = write_wr(&s, 10 + i, &sge[i], 8 * i, LEN + to, s.bmr->rkey);
 		memcpy(want + LEN + to, s.a->p + 8 * i, 8);
 	}
-	post_list_expect(&s, wr, DIRECT_LIST, IBV_WC_SUCCESS);
+	post_list_expect(&s, wr, DIRECT_LIST, NULL);
 	rc_expect_bytes(s.b->p, want, 3 * LEN, "B after the run");
 	expect_direct(DIRECT_LIST);
 }
@@ -278,25 +279,20 @@ static void test_a_posting_list_is_placed_as_one_run(void **state)
  */
 static void test_a_run_stops_at_a_refused_write(void **state)
 {
+	static const enum ibv_wc_status status[] = { IBV_WC_SUCCESS, IBV_WC_SUCCESS,
+						     IBV_WC_REM_ACCESS_ERR, IBV_WC_WR_FLUSH_ERR };
 	struct ibv_send_wr wr[4];
 	struct ibv_sge sge[4];
 	struct rc_scene s;
 	uint8_t want[3 * LEN];
-	struct ibv_send_wr *bad;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
 	memcpy(want, s.b->p, 3 * LEN);
+	memcpy(want + LEN, s.a->p, 16);
 	for (int i = 0; i < 4; i++)
 		wr[i] = write_wr(&s, 20 + i, &sge[i], 8 * i, LEN + 8 * i,
 				 i == 2 ? s.bmr->rkey ^ 0x100 : s.bmr->rkey);
-	for (int i = 0; i < 4; i++)
-		wr[i].next = i < 3 ? &wr[i + 1] : NULL;
-	memcpy(want + LEN, s.a->p, 16);
-	assert_int_equal(ibv_post_send(s.env->a.qp, wr, &bad), 0);
-	rc_expect_wc(s.env->a.scq, 20, IBV_WC_SUCCESS, NULL);
-	rc_expect_wc(s.env->a.scq, 21, IBV_WC_SUCCESS, NULL);
-	rc_expect_wc(s.env->a.scq, 22, IBV_WC_REM_ACCESS_ERR, NULL);
-	rc_expect_wc(s.env->a.scq, 23, IBV_WC_WR_FLUSH_ERR, NULL);
+	post_list_expect(&s, wr, 4, status);
 	rc_expect_bytes(s.b->p, want, 3 * LEN, "B");
 	expect_direct(2);
 }
@@ -314,7 +310,7 @@ static void test_another_key_starts_another_run(void **state)
 	for (int i = 0; i < 4; i++)
 		wr[i] = write_wr(&s, 30 + i, &sge[i], 8 * i, LEN + 8 * i,
 				 i < 2 ? s.bmr->rkey : middle->rkey);
-	post_list_expect(&s, wr, 4, IBV_WC_SUCCESS);
+	post_list_expect(&s, wr, 4, NULL);
 	rc_expect_bytes(s.b->p + LEN, s.a->p, 32, "the two runs' WRITEs");
 	expect_direct(4);
 }
@@ -325,11 +321,12 @@ static void test_another_key_starts_another_run(void **state)
  */
 static void test_a_bad_local_key_ends_the_run(void **state)
 {
+	static const enum ibv_wc_status status[] = { IBV_WC_SUCCESS, IBV_WC_LOC_PROT_ERR,
+						     IBV_WC_WR_FLUSH_ERR };
 	struct ibv_send_wr wr[3];
 	struct ibv_sge sge[3];
 	struct rc_scene s;
 	uint8_t want[3 * LEN];
-	struct ibv_send_wr *bad;
 
 	scene_init(&s, state, RC_ACCESS_ALL);
 	memcpy(want, s.b->p, 3 * LEN);
@@ -337,12 +334,7 @@ static void test_a_bad_local_key_ends_the_run(void **state)
 	for (int i = 0; i < 3; i++)
 		wr[i] = write_wr(&s, 40 + i, &sge[i], 8 * i, LEN + 8 * i, s.bmr->rkey);
 	sge[1].lkey ^= 0x100;
-	for (int i = 0; i < 3; i++)
-		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
-	assert_int_equal(ibv_post_send(s.env->a.qp, wr, &bad), 0);
-	rc_expect_wc(s.env->a.scq, 40, IBV_WC_SUCCESS, NULL);
-	rc_expect_wc(s.env->a.scq, 41, IBV_WC_LOC_PROT_ERR, NULL);
-	rc_expect_wc(s.env->a.scq, 42, IBV_WC_WR_FLUSH_ERR, NULL);
+	post_list_expect(&s, wr, 3, status);
 	rc_expect_bytes(s.b->p, want, 3 * LEN, "B");
 	expect_direct(1);
 }
@@ -466,7 +458,7 @@ static void test_a_posting_list_of_reads_is_done_in_runs(void **state)
 	for (int i = 0; i < 6; i++)
 		wr[i] = read_wr(&s, 60 + i, &sge[i], s.amr, LEN + 64 * i, 2 * LEN - 8 * i, 8,
 				s.bmr->rkey);
-	post_list_expect(&s, wr, 6, IBV_WC_SUCCESS);
+	post_list_expect(&s, wr, 6, NULL);
 	for (int i = 0; i < 6; i++)
 		rc_expect_bytes(s.a->p + LEN + 64 * i, s.b->p + 2 * LEN - 8 * i, 8, "a READ's data");
 	expect_direct_reads(6);
@@ -533,70 +525,79 @@ static void test_no_byte_lands_after_deregistration(void **state)
 	assert_true(direct > 0 && direct <= w.placed);
 }
 
-/* One WRITE, its status in w->failed_status (no cmocka here: this is not the test's thread). */
-static void *write_once(void *arg)
+/* The status of the one WR posted on A, into w->failed_status (no cmocka: not the test's
+ * thread). */
+static void take_status(struct writer *w)
 {
-	struct writer *w = arg;
 	struct ibv_wc wc;
 	int got = 0;
 
-	*(uint64_t *)(void *)w->s->a->p = 0x1122334455667788ull;
-	w->failed_status = UINT64_MAX;
-	if (rc_scene_write(w->s, 1, LEN, 8, w->rkey))
-		return NULL;
 	for (uint64_t until = rc_now_ms() + RC_WAIT_MS;
 	     !(got = ibv_poll_cq(w->s->env->a.scq, 1, &wc)) && rc_now_ms() < until;)
 		;
 	if (got == 1)
 		w->failed_status = wc.status;
+}
+
+/* One WRITE of a known word into B's middle third. */
+static void *write_once(void *arg)
+{
+	struct writer *w = arg;
+
+	*(uint64_t *)(void *)w->s->a->p = 0x1122334455667788ull;
+	w->failed_status = UINT64_MAX;
+	if (!rc_scene_write(w->s, 1, LEN, 8, w->rkey))
+		take_status(w);
 	return NULL;
 }
 
-/* One READ of B's middle third's first word into A's; its status in w->failed_status. */
+/* One READ of B's middle third's first word into A's. */
 static void *read_once(void *arg)
 {
 	struct writer *w = arg;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
-	struct ibv_wc wc;
-	int got = 0;
 
 	w->failed_status = UINT64_MAX;
 	wr = read_wr(w->s, 1, &sge, w->s->amr, LEN, LEN, 8, w->rkey);
-	if (ibv_post_send(w->s->env->a.qp, &wr, &bad))
-		return NULL;
-	for (uint64_t until = rc_now_ms() + RC_WAIT_MS;
-	     !(got = ibv_poll_cq(w->s->env->a.scq, 1, &wc)) && rc_now_ms() < until;)
-		;
-	if (got == 1)
-		w->failed_status = wc.status;
+	if (!ibv_post_send(w->s->env->a.qp, &wr, &bad))
+		take_status(w);
 	return NULL;
 }
 
 /*
  * The race made certain: the placement naps 300 ms once announced (a test hook), and the
- * region is deregistered 100 ms into the nap. ibv_dereg_mr() waits for the placement:
- * when it returns, the WRITE has landed, and nothing lands after.
+ * region is deregistered 100 ms into the nap by this function, which checks that
+ * ibv_dereg_mr() waited for the placement; the thread running fn is still to be joined.
  */
+static void deregister_during_the_nap(struct rc_scene *s, void **state, void *(*fn)(void *),
+				      struct writer *w, pthread_t *t)
+{
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	uint64_t t0;
+
+	setenv("SOFTRDMA_TEST_DIRECT_NAP_MS", "300", 1);
+	scene_init(s, state, RC_ACCESS_ALL);
+	unsetenv("SOFTRDMA_TEST_DIRECT_NAP_MS");
+	*w = (struct writer){ .s = s, .rkey = s->bmr->rkey };
+	assert_int_equal(pthread_create(t, NULL, fn, w), 0);
+	nanosleep(&ts, NULL);
+	t0 = rc_now_ms();
+	rc_dereg(s->env, s->bmr);
+	assert_true(rc_now_ms() - t0 >= 100);	/* it waited for the nap */
+}
+
+/* When ibv_dereg_mr() returns, the WRITE has landed, and nothing lands after. */
 static void test_deregistration_waits_for_the_placement_under_way(void **state)
 {
 	struct timespec ts = { 0, 100 * 1000 * 1000 };
-	struct writer w = { 0 };
-	uint64_t t0, landed;
 	uint8_t after[LEN];
 	struct rc_scene s;
+	struct writer w;
+	uint64_t landed;
 	pthread_t t;
 
-	setenv("SOFTRDMA_TEST_DIRECT_NAP_MS", "300", 1);
-	scene_init(&s, state, RC_ACCESS_ALL);
-	unsetenv("SOFTRDMA_TEST_DIRECT_NAP_MS");
-	w.s = &s;
-	w.rkey = s.bmr->rkey;
-	assert_int_equal(pthread_create(&t, NULL, write_once, &w), 0);
-	nanosleep(&ts, NULL);
-	t0 = rc_now_ms();
-	rc_dereg(s.env, s.bmr);
-	assert_true(rc_now_ms() - t0 >= 100);	/* it waited for the nap */
+	deregister_during_the_nap(&s, state, write_once, &w, &t);
 	memcpy(&landed, s.b->p + LEN, 8);
 	assert_true(landed == 0x1122334455667788ull);
 	memcpy(after, s.b->p + LEN, LEN);
@@ -607,28 +608,14 @@ static void test_deregistration_waits_for_the_placement_under_way(void **state)
 	expect_direct(1);
 }
 
-/*
- * A READ naps once announced; B's region is deregistered 100 ms into the nap: the
- * deregistration waits for it, and the READ read the region while it was registered.
- */
+/* A READ under way likewise: it read the region while it was registered. */
 static void test_deregistration_waits_for_the_read_under_way(void **state)
 {
-	struct timespec ts = { 0, 100 * 1000 * 1000 };
-	struct writer w = { 0 };
 	struct rc_scene s;
+	struct writer w;
 	pthread_t t;
-	uint64_t t0;
 
-	setenv("SOFTRDMA_TEST_DIRECT_NAP_MS", "300", 1);
-	scene_init(&s, state, RC_ACCESS_ALL);
-	unsetenv("SOFTRDMA_TEST_DIRECT_NAP_MS");
-	w.s = &s;
-	w.rkey = s.bmr->rkey;
-	assert_int_equal(pthread_create(&t, NULL, read_once, &w), 0);
-	nanosleep(&ts, NULL);
-	t0 = rc_now_ms();
-	rc_dereg(s.env, s.bmr);
-	assert_true(rc_now_ms() - t0 >= 100);	/* it waited for the nap */
+	deregister_during_the_nap(&s, state, read_once, &w, &t);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(w.failed_status, IBV_WC_SUCCESS);
 	rc_expect_bytes(s.a->p + LEN, s.b->p + LEN, 8, "what the READ read");
