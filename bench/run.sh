@@ -9,8 +9,8 @@
 #   SOFTRDMA_SAME_HOST=0 (every byte through TCP),
 #   ib_write_lat/ib_read_lat/ib_send_lat at 8 B and 4 KiB (ib_write_lat at 8 B again with
 #   packet capture on, SOFTRDMA_PCAP; at 8 B again over the TCP path, and with every WRITE
-#   as a frame, SOFTRDMA_DIRECT_WRITE=0), and the message rate of 8-byte writes with a deep
-#   queue;
+#   and READ as a frame, SOFTRDMA_DIRECT_WRITE=0, as ib_read_lat and ib_read_bw at 8 B), and
+#   the message rate of 8-byte writes with a deep queue (also as frames);
 # - small messages beside 2 x nproc busy loops: ib_write_lat and ib_write_bw at 8 B, and
 #   qperf's TCP figures under the same load;
 # - the raw-TCP reference at the same sizes: qperf tcp_bw and tcp_lat over loopback;
@@ -288,9 +288,13 @@ for ((r = 1; r <= rounds; r++)); do
 	# Small messages (docs/performance.md): 8 B latency over the TCP path too, and the
 	# 8 B runs again beside 2 x nproc busy loops, with TCP's under the same load.
 	perftest write_lat_tcp 8 "$r" env SOFTRDMA_SAME_HOST=0 ib_write_lat -s 8 -n 3000
+	perftest write_bw_tcp 8 "$r" env SOFTRDMA_SAME_HOST=0 ib_write_bw -s 8 -n "$(iters 8)"
 	# And with every WRITE as a frame (no direct placement): what the responder's thread costs.
 	perftest write_lat_frames 8 "$r" env SOFTRDMA_DIRECT_WRITE=0 ib_write_lat -s 8 -n 3000
 	perftest write_bw_frames 8 "$r" env SOFTRDMA_DIRECT_WRITE=0 ib_write_bw -s 8 -n "$(iters 8)"
+	perftest msgrate_frames 8 "$r" env SOFTRDMA_DIRECT_WRITE=0 ib_write_bw -s 8 -t 512 -l 16 -n 48000
+	perftest read_lat_frames 8 "$r" env SOFTRDMA_DIRECT_WRITE=0 ib_read_lat -s 8 -n 3000
+	perftest read_bw_frames 8 "$r" env SOFTRDMA_DIRECT_WRITE=0 ib_read_bw -s 8 -n "$(iters 8)"
 	hog_start
 	tcp 8 "$r" _loaded
 	# Fewer iterations: on a busy 2-core machine 3000 round trips can pass RUN_TIMEOUT.
@@ -364,6 +368,24 @@ md="$results/latest.md"
 	echo "| msg rate, writes without posting lists (ib_write_bw -s 8) | $(fmt "$a" M/s "$(rng write_bw 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks write_bw 8) |"
 	a=$(med write_bw_frames 8 6)
 	echo "| msg rate without posting lists, WRITEs as frames (SOFTRDMA_DIRECT_WRITE=0) | $(fmt "$a" M/s "$(rng write_bw_frames 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks write_bw_frames 8) |"
+	a=$(med write_bw_tcp 8 6)
+	echo "| msg rate without posting lists, TCP path only (SOFTRDMA_SAME_HOST=0) | $(fmt "$a" M/s "$(rng write_bw_tcp 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks write_bw_tcp 8) |"
+	a=$(med msgrate 8 6)
+	echo "| msg rate, writes in posting lists of 16 (ib_write_bw -s 8 -t 512 -l 16) | $(fmt "$a" M/s "$(rng msgrate 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks msgrate 8) |"
+	a=$(med msgrate_frames 8 6)
+	echo "| the same, WRITEs as frames (SOFTRDMA_DIRECT_WRITE=0) | $(fmt "$a" M/s "$(rng msgrate_frames 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks msgrate_frames 8) |"
+	a=$(med read_bw 8 6)
+	echo "| msg rate, READs without posting lists (ib_read_bw -s 8) | $(fmt "$a" M/s "$(rng read_bw 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks read_bw 8) |"
+	a=$(med read_bw_frames 8 6)
+	echo "| the same, READs as frames (SOFTRDMA_DIRECT_WRITE=0) | $(fmt "$a" M/s "$(rng read_bw_frames 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks read_bw_frames 8) |"
+	for t in read_lat read_lat_frames; do
+		label=""
+		[ "$t" = read_lat_frames ] && label=", READs as frames (SOFTRDMA_DIRECT_WRITE=0)"
+		a=$(med "$t" 8 6)
+		b=$(tcp_lat_for read_lat 8)
+		echo "| lat read p50 (t_typical, round trip)$label | $(fmt "$a" µs "$(rng "$t" 8 6)") | $(fmt "$b" µs) | $(ratio "$b" "$a") | $(oks "$t" 8) |"
+		echo "| lat read p99$label | $(fmt "$(med "$t" 8 8)" µs "$(rng "$t" 8 8)") | | | $(oks "$t" 8) |"
+	done
 	for t in write_lat write_lat_tcp write_lat_frames write_lat_loaded write_lat_frames_loaded; do
 		case $t in
 		write_lat) label="" tl=tcp_lat ;;
