@@ -300,12 +300,14 @@ static unsigned int place_run(struct emu_qp *qp, unsigned int budget)
 	enum ibv_wr_opcode op = qp->sq.wqe[qp->req.next % qp->cap.max_send_wr].wr.opcode;
 	int needed = op == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
 	struct mem_region *refs[DIRECT_RUN_IOVS];
-	struct direct_run run = { .n = 0, .niov = 0 };
+	struct direct_run run;
 	unsigned int nrefs = 0, placed;
 	uint32_t j;
 
 	if (op == IBV_WR_RDMA_READ && qp->attr.max_rd_atomic < budget)
 		budget = qp->attr.max_rd_atomic;
+	run.n = 0;	/* the rest is filled as far as n and niov say: a post pays for no more */
+	run.niov = 0;
 
 	for (j = qp->req.next; j != qp->sq.head; j++)
 		if (qp->sq.wqe[j % qp->cap.max_send_wr].was_sent)
