@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Direct placement (emu/direct.h): the target publishes its keys and its streams' QPs in
- * shared memory, and a same-host requester places the RDMA WRITEs first on its wire (a
- * lone one, or a run of one posting list) in the target's memory itself, after the checks
- * the target's responder would make (mr_check_remote_access()'s, in the same order of
- * rules). A run is one key's, so that one announcement covers it (direct_key_retract()). Anything it cannot decide, or that would fail, goes as a
- * frame as before, so every error status still comes from the responder.
+ * shared memory, and a same-host requester places the RDMA WRITEs first on its wire in the
+ * target's memory itself, and does the READs first on it from there (a lone one, or a run
+ * of one posting list), after the checks the target's responder would make
+ * (mr_check_remote_access()'s, in the same order of rules). A run is one key's, so that one
+ * announcement covers it (direct_key_retract()). Anything it cannot decide, or that would
+ * fail, goes as a frame as before, so every error status still comes from the responder.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +27,7 @@
 /* docs/wire-protocol.md gives these layouts: two builds of one host must agree. */
 _Static_assert(sizeof(struct direct_key) == 40, "a key slot is 40 bytes");
 _Static_assert(offsetof(struct direct_page, placing) == 64, "the requester's half at 64");
+_Static_assert(offsetof(struct direct_page, answered) == 88, "READ responses after placements");
 _Static_assert(sizeof(struct direct_page) <= DIRECT_PAGE_SIZE, "a page holds a stream's");
 
 /* Headers as a NIC would send them, what the counters count: a WRITE's or a READ
@@ -530,13 +532,15 @@ static unsigned int run_ranges(const struct direct_target *t, const struct direc
 	unsigned int n;
 
 	*nremote = 0;
+	if (op != IBV_WR_RDMA_WRITE && op != IBV_WR_RDMA_READ)
+		return 0;
 	for (n = 0; n < run->n; n++) {
 		const struct send_wqe *wqe = run->wqe[n];
 		struct placement p;
 		struct iovec *last = *nremote ? &remote[*nremote - 1] : NULL;
 
-		if ((op != IBV_WR_RDMA_WRITE && op != IBV_WR_RDMA_READ) || wqe->wr.opcode != op ||
-		    !wqe->length || *nremote == DIRECT_RUN_IOVS || !target_allows(t, wqe, right, &p))
+		if (wqe->wr.opcode != op || !wqe->length || *nremote == DIRECT_RUN_IOVS ||
+		    !target_allows(t, wqe, right, &p))
 			break;
 		if (!n)
 			*first = p;

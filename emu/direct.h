@@ -5,8 +5,9 @@
  * process_vm_readv(2) (one call for a run of them posted together under one key), after
  * the checks the target's responder would make.
  * No frame crosses the stream and no thread of the target runs: a NIC's responder places a
- * WRITE and answers a READ without its host's CPU, and so does this one (docs/architecture.md, "Direct
- * placement"; docs/security.md says why it widens no peer's reach).
+ * WRITE and answers a READ without its host's CPU, and so does this one
+ * (docs/architecture.md, "Direct placement"; docs/security.md says why it widens no peer's
+ * reach).
  *
  * The target publishes, in two memfds it hands to the requester over the kernel-verified
  * AF_UNIX channel (emu/handshake.c, LOCAL_CLAIM):
@@ -70,9 +71,10 @@ struct direct_page {
 	_Atomic uint64_t probe_addr;	/* WIRE_PROBE in the target (can the requester write?) */
 	uint8_t pad1[64 - 32];
 	_Atomic uint64_t placing;	/* (slot + 1) << 32 | the key's seq; 0: nothing under way */
-	_Atomic uint64_t placed;	/* WRITEs placed, READs done: the target counts them as received */
-	_Atomic uint64_t placed_words;	/* their 4-octet words (emu/counters.h) */
-	_Atomic uint64_t answered;	/* READs done: the target counts their responses as sent */
+	/* Requests done here (WRITEs placed, READs read): the target counts them received, */
+	_Atomic uint64_t placed;
+	_Atomic uint64_t placed_words;	/* with their 4-octet words (emu/counters.h), */
+	_Atomic uint64_t answered;	/* and the responses of the READs among them as sent */
 	_Atomic uint64_t answered_words;
 };
 

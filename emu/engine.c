@@ -266,7 +266,6 @@ static int wait_timeout_ms(struct emu_engine *e)
 	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 }
 
-
 /*
  * The engine thread waits without progress, so that an application's empty ibv_poll_cq
  * may drive the engine meanwhile (emu/progress.c), and takes it to dispatch what is ready.
