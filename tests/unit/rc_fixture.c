@@ -359,6 +359,18 @@ void rc_pair(struct rc_env *env, const struct rc_qp_opts *oa, const struct rc_qp
 	assert_int_equal(rc_modify_rts(env->b.qp, ob), 0);
 }
 
+void rc_pair_settle(struct rc_env *env)
+{
+	struct rc_end *from[2] = { &env->a, &env->b }, *to[2] = { &env->b, &env->a };
+
+	for (int i = 0; i < 2; i++) {
+		rc_post_recv(to[i]->qp, 97, NULL, 0);
+		assert_int_equal(rc_post_rdma(from[i]->qp, 96, IBV_WR_SEND, NULL, 0, 0, 0), 0);
+		rc_expect_wc(from[i]->scq, 96, IBV_WC_SUCCESS, NULL);
+		rc_expect_wc(to[i]->rcq, 97, IBV_WC_SUCCESS, NULL);
+	}
+}
+
 enum ibv_qp_state rc_state(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr attr;

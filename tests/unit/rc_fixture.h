@@ -120,6 +120,13 @@ void rc_connect_uc(struct rc_env *env, struct ibv_qp *qp, uint32_t dest_qpn, int
 
 /* env->a and env->b, created and connected to each other; NULL opts: the defaults. */
 void rc_pair(struct rc_env *env, const struct rc_qp_opts *oa, const struct rc_qp_opts *ob);
+/*
+ * One zero-length SEND each way, each completed at both ends: both of the pair's streams
+ * have carried a request and its answer, so their set-up, the same-host handshake and its
+ * mappings (emu/handshake.c, emu/direct.c) among it, is over. A test that unmaps a page to
+ * make a hole needs that first: a mapping made later may land in the hole.
+ */
+void rc_pair_settle(struct rc_env *env);
 
 enum ibv_qp_state rc_state(struct ibv_qp *qp);
 /* Waits (bounded) until the QP reports state, then asserts it. */
