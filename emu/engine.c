@@ -280,12 +280,10 @@ static void *engine_main(void *arg)
 
 		e->io->ops->flush(e->io);
 		engine_progress_release(e);
-		if (!engine_spins(e, engine_now_ns()))
-			e->io->ops->wait(e->io, timeout_ms);
+		e->io->ops->wait(e->io, timeout_ms);
 		engine_test_nap(e);
 		engine_progress_take(e);
-		if (e->io->ops->dispatch(e->io, true))
-			engine_note_arrival(e, engine_now_ns());
+		e->io->ops->dispatch(e->io, true);
 		run_calls(e);
 		engine_run_kicked(e);
 		engine_free_closed(e);

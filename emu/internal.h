@@ -248,11 +248,6 @@ struct emu_listener {
 struct handshake;
 struct ucred;
 
-/* The CPU clocks of the process and of the engine thread, at a wall time. */
-struct cpu_sample {
-	uint64_t wall_ns, process_ns, thread_ns;
-};
-
 /*
  * The process's engine. lock guards the QP table (listeners and their qps) and the call
  * queue; refs is under engine.c's process_engine_lock; everything else is the engine
@@ -267,13 +262,6 @@ struct emu_engine {
 	bool app_progress;		/* SOFTRDMA_POLL_PROGRESS is not 0: pollers may drive */
 	int test_nap_ms;		/* SOFTRDMA_TEST_ENGINE_NAP_MS (emu/progress.c) */
 	bool tx_cork;			/* SOFTRDMA_DOORBELL_BATCH is not 0 (emu/requester.c) */
-	/* The engine thread's spin (engine_spins()); all but poller_pass_ns are its own. */
-	uint64_t spin_ns;		/* SOFTRDMA_ENGINE_SPIN_US, in ns: 0, never */
-	uint64_t last_arrival_ns;	/* its last dispatch that found anything */
-	bool arrivals_dense;		/* that one came within spin_ns of the one before */
-	_Atomic uint64_t poller_pass_ns;	/* an application poller's last try (progress.c) */
-	struct cpu_sample cpu_sample;	/* where others_busy was last decided */
-	bool others_busy;		/* another thread of the process kept a CPU busy */
 	pthread_t thread;
 	int refs;			/* process_engine_lock: emu_engine_get()s not yet put */
 	struct io_backend *io;
@@ -323,12 +311,6 @@ bool engine_on_thread(struct emu_engine *e);
 void engine_progress_take(struct emu_engine *e);	/* the engine thread, no lock held */
 void engine_progress_release(struct emu_engine *e);
 void engine_test_nap(struct emu_engine *e);
-/* The engine thread's spin instead of a wait (SOFTRDMA_ENGINE_SPIN_US): its dispatch at now
- * found something; whether it looks again at once, now. */
-void engine_note_arrival(struct emu_engine *e, uint64_t now);
-bool engine_spins(struct emu_engine *e, uint64_t now);
-/* Other threads than the engine's used more than half a CPU between the two. */
-bool cpu_others_busy(const struct cpu_sample *before, const struct cpu_sample *after);
 struct emu_qp *engine_find_qp(struct emu_engine *e, uint32_t qpn);
 void engine_timer_changed(struct emu_engine *e, uint64_t deadline_ns);
 int engine_watch(struct emu_engine *e, struct io_watch *w);

@@ -20,14 +20,12 @@ void engine_progress_init(struct emu_engine *e)
 	const char *on = getenv("SOFTRDMA_POLL_PROGRESS");
 	const char *nap = getenv("SOFTRDMA_TEST_ENGINE_NAP_MS");
 	const char *cork = getenv("SOFTRDMA_DOORBELL_BATCH");
-	const char *spin = getenv("SOFTRDMA_ENGINE_SPIN_US");
 
 	pthread_mutex_init(&e->progress, NULL);
 	atomic_init(&e->progress_owner, (pthread_t)0);
 	e->app_progress = !on || strcmp(on, "0");
 	e->test_nap_ms = nap ? atoi(nap) : 0;
 	e->tx_cork = !cork || strcmp(cork, "0");
-	e->spin_ns = (spin ? strtoull(spin, NULL, 10) : 0) * 1000ull;
 }
 
 bool engine_on_thread(struct emu_engine *e)
@@ -65,61 +63,6 @@ void engine_test_nap(struct emu_engine *e)
 	nanosleep(&ts, NULL);
 }
 
-/* How often others_busy() looks again. */
-#define SPIN_SAMPLE_NS	1000000ull
-
-static uint64_t cpu_clock_ns(clockid_t clock)
-{
-	struct timespec ts;
-
-	if (clock_gettime(clock, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-bool cpu_others_busy(const struct cpu_sample *before, const struct cpu_sample *after)
-{
-	uint64_t wall = after->wall_ns - before->wall_ns;
-	uint64_t others = (after->process_ns - before->process_ns) -
-			  (after->thread_ns - before->thread_ns);
-
-	return others > wall / 2;
-}
-
-/*
- * Whether another thread of this process used more than half a CPU since the last look
- * (at most one a millisecond): an application spinning on memory for a peer's WRITE, say.
- * The engine thread must not spin beside it: on a machine with few cores it would take the
- * CPU that thread needs, and its wake-up would no longer preempt the spinner.
- */
-static bool others_busy(struct emu_engine *e, uint64_t now)
-{
-	struct cpu_sample cur;
-
-	if (now - e->cpu_sample.wall_ns < SPIN_SAMPLE_NS)
-		return e->others_busy;
-	cur = (struct cpu_sample){ now, cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID),
-				   cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID) };
-	e->others_busy = cpu_others_busy(&e->cpu_sample, &cur);
-	e->cpu_sample = cur;
-	return e->others_busy;
-}
-
-void engine_note_arrival(struct emu_engine *e, uint64_t now)
-{
-	e->arrivals_dense = now - e->last_arrival_ns < e->spin_ns;
-	e->last_arrival_ns = now;
-}
-
-bool engine_spins(struct emu_engine *e, uint64_t now)
-{
-	if (!e->spin_ns || !e->io->ops->app_alone)
-		return false;
-	return e->arrivals_dense && now - e->last_arrival_ns < e->spin_ns &&
-	       now - atomic_load_explicit(&e->poller_pass_ns, memory_order_relaxed) >= e->spin_ns &&
-	       !others_busy(e, now);
-}
-
 /*
  * One non-blocking pass, when no other thread drives the engine: what is ready on the
  * sockets, then the streams it kicked, then the streams it closed (freed only now: an
@@ -135,11 +78,7 @@ int emu_engine_progress(struct emu_engine *e)
 	int saved_errno = errno, n;
 	bool left;
 
-	if (!e->app_progress || engine_on_thread(e))
-		return -1;
-	/* A poller is here: the engine thread does not spin beside it (engine_spins()). */
-	atomic_store_explicit(&e->poller_pass_ns, engine_now_ns(), memory_order_relaxed);
-	if (pthread_mutex_trylock(&e->progress))
+	if (!e->app_progress || engine_on_thread(e) || pthread_mutex_trylock(&e->progress))
 		return -1;
 	atomic_store_explicit(&e->progress_owner, pthread_self(), memory_order_relaxed);
 	if (e->stopping) {
