@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -468,7 +469,8 @@ static void test_a_posting_list_of_reads_is_done_in_runs(void **state)
 struct writer {
 	struct rc_scene *s;
 	uint32_t rkey;		/* B's, read before the thread starts: the test frees B's MR */
-	uint64_t placed, failed_status;
+	uint64_t placed;	/* WRITEs completed (atomic: the test thread waits for one) */
+	uint64_t failed_status;
 };
 
 static void *write_until_refused(void *arg)
@@ -491,7 +493,7 @@ static void *write_until_refused(void *arg)
 			w->failed_status = got != 1 ? UINT64_MAX : wc.status;
 			return NULL;
 		}
-		w->placed = n;
+		__atomic_store_n(&w->placed, n, __ATOMIC_RELEASE);
 	}
 }
 
@@ -512,6 +514,11 @@ static void test_no_byte_lands_after_deregistration(void **state)
 	w.s = &s;
 	w.rkey = s.bmr->rkey;
 	assert_int_equal(pthread_create(&t, NULL, write_until_refused, &w), 0);
+	/* The writer under way first: on a busy machine its thread may not have run yet. */
+	for (uint64_t until = rc_now_ms() + RC_WAIT_MS;
+	     !__atomic_load_n(&w.placed, __ATOMIC_ACQUIRE) && rc_now_ms() < until;)
+		sched_yield();
+	assert_true(__atomic_load_n(&w.placed, __ATOMIC_ACQUIRE) > 0);
 	nanosleep(&ts, NULL);
 	rc_dereg(s.env, s.bmr);
 	memcpy(after, s.b->p + LEN, LEN);
