@@ -448,7 +448,10 @@ static void test_read_into_a_region_without_local_write_fails_locally(void **sta
 	expect_direct_reads(0);
 }
 
-/* Six READs in one posting list: done in runs of at most max_rd_atomic (4), every one. */
+/*
+ * Six READs in one posting list, more than max_rd_atomic (4): every one done directly, each
+ * into its own buffer. (How they were split into runs does not show from here.)
+ */
 static void test_a_posting_list_of_reads_is_done_in_runs(void **state)
 {
 	struct ibv_send_wr wr[6];
