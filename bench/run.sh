@@ -363,21 +363,20 @@ md="$results/latest.md"
 	echo
 	echo "| small messages, 8 B | softrdma: median (min-max) | TCP (qperf): median (min-max) | ratio of medians (>1: softrdma ahead) | softrdma runs ok |"
 	echo "| --- | --- | --- | --- | --- |"
-	a=$(med write_bw 8 6)
-	b=$(med tcp_bw 8 6)
-	echo "| msg rate, writes without posting lists (ib_write_bw -s 8) | $(fmt "$a" M/s "$(rng write_bw 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks write_bw 8) |"
-	a=$(med write_bw_frames 8 6)
-	echo "| msg rate without posting lists, WRITEs as frames (SOFTRDMA_DIRECT_WRITE=0) | $(fmt "$a" M/s "$(rng write_bw_frames 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks write_bw_frames 8) |"
-	a=$(med write_bw_tcp 8 6)
-	echo "| msg rate without posting lists, TCP path only (SOFTRDMA_SAME_HOST=0) | $(fmt "$a" M/s "$(rng write_bw_tcp 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks write_bw_tcp 8) |"
-	a=$(med msgrate 8 6)
-	echo "| msg rate, writes in posting lists of 16 (ib_write_bw -s 8 -t 512 -l 16) | $(fmt "$a" M/s "$(rng msgrate 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks msgrate 8) |"
-	a=$(med msgrate_frames 8 6)
-	echo "| the same, WRITEs as frames (SOFTRDMA_DIRECT_WRITE=0) | $(fmt "$a" M/s "$(rng msgrate_frames 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks msgrate_frames 8) |"
-	a=$(med read_bw 8 6)
-	echo "| msg rate, READs without posting lists (ib_read_bw -s 8) | $(fmt "$a" M/s "$(rng read_bw 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks read_bw 8) |"
-	a=$(med read_bw_frames 8 6)
-	echo "| the same, READs as frames (SOFTRDMA_DIRECT_WRITE=0) | $(fmt "$a" M/s "$(rng read_bw_frames 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks read_bw_frames 8) |"
+	# rate_row LABEL TEST: TEST's 8 B message rate against qperf's.
+	rate_row() {
+		local a b
+		a=$(med "$2" 8 6)
+		b=$(med tcp_bw 8 6)
+		echo "| $1 | $(fmt "$a" M/s "$(rng "$2" 8 6)") | $(fmt "$b" M/s "$(rng tcp_bw 8 6)") | $(ratio "$a" "$b") | $(oks "$2" 8) |"
+	}
+	rate_row "msg rate, writes without posting lists (ib_write_bw -s 8)" write_bw
+	rate_row "msg rate without posting lists, WRITEs as frames (SOFTRDMA_DIRECT_WRITE=0)" write_bw_frames
+	rate_row "msg rate without posting lists, TCP path only (SOFTRDMA_SAME_HOST=0)" write_bw_tcp
+	rate_row "msg rate, writes in posting lists of 16 (ib_write_bw -s 8 -t 512 -l 16)" msgrate
+	rate_row "the same, WRITEs as frames (SOFTRDMA_DIRECT_WRITE=0)" msgrate_frames
+	rate_row "msg rate, READs without posting lists (ib_read_bw -s 8)" read_bw
+	rate_row "the same, READs as frames (SOFTRDMA_DIRECT_WRITE=0)" read_bw_frames
 	for t in read_lat read_lat_frames; do
 		label=""
 		[ "$t" = read_lat_frames ] && label=", READs as frames (SOFTRDMA_DIRECT_WRITE=0)"
